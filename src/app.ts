@@ -1,0 +1,60 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { applicationRoutes } from './applications/application.routes.js';
+import type { Config } from './config.js';
+import type { Database } from './db/database.js';
+import type { AppState } from './http/context.js';
+import { errorHandler } from './http/errors.js';
+import { accessLog, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
+import { linkRoutes } from './links/link.routes.js';
+import { roleRoutes } from './roles/role.routes.js';
+import type { Services } from './services.js';
+import { AppError } from './shared/errors.js';
+import type { Logger } from './shared/log.js';
+import { tokenRoutes } from './tokens/token.routes.js';
+import { userRoutes } from './users/user.routes.js';
+
+export interface AppDeps {
+  config: Pick<Config, 'basePath'>;
+  db: Database;
+  services: Services;
+  log: Logger;
+}
+
+/** The Koa application: cross-cutting middleware, health probes, then the REST API. */
+export function createApp({ config, db, services, log }: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.use(requestId);
+  app.use(accessLog(log));
+  app.use(errorHandler(log));
+  app.use(trimTrailingSlash);
+
+  const health = new Router<AppState>();
+  health.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  health.get('/readyz', async (ctx) => {
+    if (!(await db.ready())) throw new AppError('UNAVAILABLE', 'the database is unreachable or not migrated');
+    ctx.body = { status: 'ready' };
+  });
+  app.use(health.routes());
+  app.use(health.allowedMethods());
+
+  // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
+  // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
+  const api = new Router<AppState>({ prefix: config.basePath || undefined });
+  api.use(requireCaller(db.orm));
+  api.use(jsonBody);
+  for (const routes of [
+    userRoutes(services.users, config.basePath),
+    tokenRoutes(services.tokens, config.basePath),
+    applicationRoutes(services.applications, config.basePath),
+    roleRoutes(services.roles, config.basePath),
+    linkRoutes(services.links),
+  ]) {
+    api.use(routes.routes());
+  }
+  app.use(api.routes());
+  app.use(api.allowedMethods());
+  return app;
+}

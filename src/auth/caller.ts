@@ -1,0 +1,27 @@
+import { AppError } from '../shared/errors.js';
+
+export type Resource = 'user' | 'token' | 'application' | 'role';
+export type Permission = `${Resource}:${'read' | 'write'}`;
+
+/** Who is calling: the authenticated token, passed into every service call. */
+export interface Caller {
+  tokenId: number;
+  userId: number;
+  scopes: ReadonlySet<string>;
+  /** The calling client: its X-Client header, else the product token of its User-Agent, else "". */
+  client: string;
+}
+
+/** `*` grants everything; `user:*` every permission on users; else the exact permission. */
+export function can(caller: Caller, permission: Permission): boolean {
+  const { scopes } = caller;
+  return scopes.has('*') || scopes.has(permission) || scopes.has(`${permission.split(':')[0]}:*`);
+}
+
+export function requirePermission(caller: Caller, permission: Permission): void {
+  if (!can(caller, permission)) throw AppError.forbidden(permission);
+}
+
+export function parseScopes(scope: string): Set<string> {
+  return new Set(scope.split(/\s+/).filter(Boolean));
+}

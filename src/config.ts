@@ -1,0 +1,67 @@
+/**
+ * Service configuration, read once from the environment. Every setting has a safe default so that
+ * `npm start` works with no environment at all (embedded database under ./data).
+ */
+export interface Config {
+  host: string;
+  port: number;
+  /** Prefix for every REST path, '' or '/something' (no trailing slash). */
+  basePath: string;
+  /** External PostgreSQL; when absent the embedded PGlite database under `dataDir` is used. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  poolSize: number;
+  bootstrapToken: string | undefined;
+  production: boolean;
+  logLevel: LogLevel;
+  /** How long a graceful stop waits for in-flight requests before closing anyway. */
+  shutdownTimeoutMs: number;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function basePath(raw: string | undefined): string {
+  const trimmed = (raw ?? '').trim().replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed)) {
+    throw new ConfigError(`BASE_PATH must look like "/api" (letters, digits, ".", "_", "~", "-"), got "${raw}"`);
+  }
+  return trimmed;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const bootstrapToken = env.BOOTSTRAP_TOKEN?.trim() || undefined;
+  if (bootstrapToken && bootstrapToken.length > 1024) throw new ConfigError('BOOTSTRAP_TOKEN is longer than 1024 characters');
+  return {
+    host: env.HOST?.trim() || '127.0.0.1',
+    port: integer(env, 'PORT', 4000, 0, 65535),
+    basePath: basePath(env.BASE_PATH),
+    databaseUrl,
+    dataDir: env.DATA_DIR?.trim() || './data',
+    poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
+    bootstrapToken,
+    production: env.NODE_ENV === 'production',
+    logLevel,
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}

@@ -1,0 +1,50 @@
+import { MikroORM } from '@mikro-orm/postgresql';
+import { ormOptions } from '../../mikro-orm.config.js';
+import type { Config } from '../config.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
+
+export interface Database {
+  orm: MikroORM;
+  /** 'external' when DATABASE_URL is set, else 'embedded' (PGlite under DATA_DIR). */
+  kind: 'external' | 'embedded';
+  /** Runs the pending migrations; returns the names it ran. */
+  migrate(): Promise<string[]>;
+  /** True when the database answers and no migration is pending. */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'>): Promise<Database> {
+  let embedded: EmbeddedPostgres | undefined;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(config.dataDir, config.poolSize + 2);
+    url = embedded.url;
+  }
+  let orm: MikroORM;
+  try {
+    orm = await MikroORM.init(ormOptions(url, config.poolSize));
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  return {
+    orm,
+    kind: embedded ? 'embedded' : 'external',
+    async migrate() {
+      const done = await orm.migrator.up();
+      return done.map((m) => m.name);
+    },
+    async ready() {
+      try {
+        return (await orm.migrator.getPending()).length === 0;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await orm.close(true);
+      await embedded?.stop();
+    },
+  };
+}

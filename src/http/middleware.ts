@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import bodyParser from 'koa-bodyparser';
+import type { Next } from 'koa';
+import { authenticate, clientOf } from '../auth/authenticate.js';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AppError } from '../shared/errors.js';
+import type { Logger } from '../shared/log.js';
+import type { AppContext } from './context.js';
+
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every answer. */
+export async function requestId(ctx: AppContext, next: Next): Promise<void> {
+  const given = ctx.get('X-Request-Id');
+  ctx.state.requestId = CALLER_REQUEST_ID.test(given) ? given : randomUUID();
+  ctx.set('X-Request-Id', ctx.state.requestId);
+  await next();
+}
+
+/** One line per request: method, path without the query string (filters may hold tokens), status, time. */
+export function accessLog(log: Logger) {
+  return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      log.info('request', {
+        requestId: ctx.state.requestId,
+        method: ctx.method,
+        path: ctx.path,
+        status: ctx.status,
+        ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+      });
+    }
+  };
+}
+
+/** Collection paths work with or without the trailing slash: routes are declared without it. */
+export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<void> {
+  if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '') || '/';
+  await next();
+}
+
+/** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
+export function requireCaller(orm: MikroORM) {
+  return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
+    ctx.state.caller = await authenticate(orm.em.fork(), ctx.get('Authorization') || undefined, clientOf(ctx.get('X-Client'), ctx.get('User-Agent')));
+    await next();
+  };
+}
+
+const parseJson = bodyParser({
+  enableTypes: ['json'],
+  extendTypes: { json: ['application/*+json'] },
+  jsonLimit: '1mb',
+  strict: false,
+  // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
+  onerror: (err: Error & { status?: number; type?: string }) => {
+    if (err.status === 413 || err.type === 'entity.too.large') {
+      throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
+    }
+    if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
+    if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
+    throw AppError.badRequest('the request body is not valid JSON');
+  },
+});
+
+/** JSON bodies only (415 for any other declared type), at most 1 MiB (413). */
+export async function jsonBody(ctx: AppContext, next: Next): Promise<void> {
+  if (ctx.request.length || ctx.get('Transfer-Encoding')) {
+    if (!ctx.is('application/json', 'application/*+json')) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
+    }
+  }
+  await parseJson(ctx, next);
+}

@@ -1,0 +1,38 @@
+import { ConfigError, loadConfig } from './config.js';
+import { startService } from './server.js';
+import { createLogger } from './shared/log.js';
+
+/** `npm start`: run the service until SIGTERM or SIGINT, then stop gracefully and exit 0. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const service = await startService(config, log);
+  if (service.firstToken) {
+    // Printed once, on stdout, and never logged: it is the only way in on a new database.
+    process.stdout.write(
+      `\nNo token existed, so a first one with scope "*" was created. Keep it; it is not shown again:\n\n  ${service.firstToken}\n\n`,
+    );
+  }
+  process.stdout.write(`User and token service listening on ${service.url} (${service.db.kind} database)\n`);
+  let signalled = false;
+  const shutdown = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    log.info('stopping', { signal });
+    service.stop().then(
+      () => process.exit(0),
+      (err) => {
+        log.error('stop failed', { error: (err as Error).name, message: (err as Error).message });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof ConfigError ? err.message : `${(err as Error).name}: ${(err as Error).message}`;
+  process.stderr.write(`Could not start: ${message}\n`);
+  process.exit(1);
+});

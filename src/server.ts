@@ -1,0 +1,67 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import { ensureFirstToken } from './auth/bootstrap.js';
+import type { Config } from './config.js';
+import { openDatabase, type Database } from './db/database.js';
+import { createServices } from './services.js';
+import { createLogger, type Logger } from './shared/log.js';
+
+export interface RunningService {
+  url: string;
+  db: Database;
+  log: Logger;
+  /** The first access token, when this start created one (no BOOTSTRAP_TOKEN, no token yet). */
+  firstToken: string | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * Opens the database, runs the migrations, makes sure a first token exists, and serves HTTP.
+ * `stop()` is the graceful stop: no new connections, in-flight requests get `shutdownTimeoutMs`
+ * to finish, then the pool (and the embedded database) close.
+ */
+export async function startService(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningService> {
+  const db = await openDatabase(config);
+  let server: Server | undefined;
+  try {
+    const ran = await db.migrate();
+    if (ran.length) log.info('migrations applied', { migrations: ran });
+    const services = createServices(db.orm);
+    const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
+    const app = createApp({ config, db, services, log });
+    server = createServer(); // Koa 3: attach the callback once every middleware is in place
+    server.on('request', app.callback());
+    server.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(config.port, config.host, () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const url = `http://${host}:${port}`;
+    log.info('listening', { url, database: db.kind });
+    const listening = server;
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      db,
+      log,
+      firstToken,
+      stop: () =>
+        (stopping ??= (async () => {
+          const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
+          listening.closeIdleConnections();
+          const timer = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
+          await Promise.race([closed, timer]);
+          listening.closeAllConnections();
+          await db.close();
+          log.info('stopped');
+        })()),
+    };
+  } catch (err) {
+    server?.close();
+    await db.close();
+    throw err;
+  }
+}

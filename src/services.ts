@@ -1,0 +1,19 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { applicationService } from './applications/application.service.js';
+import { linkService } from './links/link.service.js';
+import { roleService } from './roles/role.service.js';
+import { tokenService } from './tokens/token.service.js';
+import { userService } from './users/user.service.js';
+
+/** The service layer: one function per operation, shared by the REST routes and GraphQL. */
+export function createServices(orm: MikroORM) {
+  return {
+    users: userService(orm),
+    tokens: tokenService(orm),
+    applications: applicationService(orm),
+    roles: roleService(orm),
+    links: linkService(orm),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

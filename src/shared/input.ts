@@ -1,0 +1,90 @@
+import { AppError, type FieldProblem } from './errors.js';
+import { checkDate, checkId, checkInt32, checkSafeInteger, checkString, type Checked } from './values.js';
+
+/**
+ * Write bodies (SPEC §3): which fields a resource accepts, their types and defaults, and how
+ * create, replace (PUT) and patch (PATCH + Attrs) read a body. Fields outside the writable set are
+ * ignored; every problem is collected and reported at once, naming the field.
+ */
+export type WritableField =
+  | { kind: 'string'; max: number; nullable?: boolean; required?: boolean }
+  | { kind: 'int32' | 'safeInt'; required?: boolean }
+  | { kind: 'id'; required?: boolean }
+  | { kind: 'date'; nullable: true };
+
+export type WritableFields = Readonly<Record<string, WritableField>>;
+
+export type WriteMode = 'create' | 'replace' | 'patch';
+
+export function defaultOf(field: WritableField): unknown {
+  if ('nullable' in field && field.nullable) return null;
+  return field.kind === 'string' ? '' : 0;
+}
+
+function checkField(field: WritableField, value: unknown): Checked<unknown> {
+  if (value === null) {
+    return 'nullable' in field && field.nullable ? { ok: true, value: null } : { ok: false, message: 'must not be null' };
+  }
+  switch (field.kind) {
+    case 'string':
+      return checkString(value, field.max);
+    case 'int32':
+      return checkInt32(value);
+    case 'safeInt':
+      return checkSafeInteger(value);
+    case 'id':
+      return typeof value === 'number' ? checkId(value) : { ok: false, message: 'must be a positive integer' };
+    case 'date':
+      return checkDate(value);
+  }
+}
+
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw AppError.badRequest('the request body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * Parses the `Attrs` header: comma-separated names of the fields to change. Unknown names → 400.
+ * Returns undefined when the header is absent (then the body's own fields are changed).
+ */
+export function parseAttrs(header: string | undefined, fields: WritableFields): string[] | undefined {
+  if (header === undefined) return undefined;
+  const names = header.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !Object.hasOwn(fields, n));
+  if (unknown.length) {
+    throw AppError.invalid(
+      unknown.map((n) => ({ field: 'Attrs', message: `"${n.slice(0, 64)}" is not a writable field; writable: ${Object.keys(fields).join(', ')}` })),
+    );
+  }
+  return [...new Set(names)];
+}
+
+/**
+ * Reads a write body. create/replace: every writable field, absent → default, required ones must
+ * be there. patch: only `attrs` (or, without them, the writable fields the body carries).
+ */
+export function readWriteBody(body: unknown, fields: WritableFields, mode: WriteMode, attrs?: string[]): Record<string, unknown> {
+  const object = requireObject(body);
+  const problems: FieldProblem[] = [];
+  const values: Record<string, unknown> = {};
+  const names =
+    mode !== 'patch' ? Object.keys(fields) : (attrs ?? Object.keys(object).filter((k) => Object.hasOwn(fields, k)));
+  for (const name of names) {
+    const field = fields[name];
+    const present = Object.hasOwn(object, name) && object[name] !== undefined;
+    if (!present) {
+      if (mode === 'patch') problems.push({ field: name, message: 'is named in Attrs but missing from the body' });
+      else if ('required' in field && field.required) problems.push({ field: name, message: 'is required' });
+      else values[name] = defaultOf(field);
+      continue;
+    }
+    const checked = checkField(field, object[name]);
+    if (checked.ok) values[name] = checked.value;
+    else problems.push({ field: name, message: checked.message });
+  }
+  if (problems.length) throw AppError.invalid(problems);
+  return values;
+}

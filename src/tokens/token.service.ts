@@ -1,0 +1,91 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { can, parseScopes, type Caller, type Permission } from '../auth/caller.js';
+import type { ListFields } from '../list/list.js';
+import { crudService } from '../shared/crud.js';
+import { AppError } from '../shared/errors.js';
+import type { WritableFields } from '../shared/input.js';
+import { User } from '../users/user.entity.js';
+import { Token } from './token.entity.js';
+
+export const TOKEN_WRITABLE: WritableFields = {
+  userID: { kind: 'id', required: true },
+  accessToken: { kind: 'string', max: 1024, required: true },
+  refreshToken: { kind: 'string', max: 1024 },
+  scope: { kind: 'string', max: 255 },
+  code: { kind: 'string', max: 1024 },
+  codeChallenge: { kind: 'string', max: 1024, nullable: true },
+  tokenType: { kind: 'string', max: 255 },
+  expireAt: { kind: 'date', nullable: true },
+};
+
+export const TOKEN_LIST_FIELDS: ListFields = {
+  id: { path: ['id'], kind: 'id' },
+  userID: { path: ['user'], kind: 'id' },
+  accessToken: { path: ['accessToken'], kind: 'string' },
+  refreshToken: { path: ['refreshToken'], kind: 'string' },
+  scope: { path: ['scope'], kind: 'string' },
+  code: { path: ['code'], kind: 'string' },
+  codeChallenge: { path: ['codeChallenge'], kind: 'string', nullable: true },
+  tokenType: { path: ['tokenType'], kind: 'string' },
+  expireAt: { path: ['expireAt'], kind: 'date', nullable: true },
+  client: { path: ['client'], kind: 'string' },
+  version: { path: ['version'], kind: 'revision' },
+  createdAt: { path: ['createdAt'], kind: 'date' },
+  updatedAt: { path: ['updatedAt'], kind: 'date' },
+};
+
+/** The scopes this service itself understands; other scope words pass through untouched. */
+const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*))$/;
+
+/**
+ * A token may only carry this service's permissions that its creator holds itself: `token:write`
+ * lets a caller issue tokens, not raise its own rights.
+ */
+function checkGrantable(caller: Caller, scope: string): void {
+  for (const word of parseScopes(scope)) {
+    if (!OWN_SCOPE.test(word)) continue;
+    const granted =
+      word === '*'
+        ? caller.scopes.has('*')
+        : word.endsWith(':*')
+          ? caller.scopes.has('*') || caller.scopes.has(word)
+          : can(caller, word as Permission);
+    if (!granted) {
+      throw new AppError('FORBIDDEN', `this token cannot grant the scope "${word}" because it does not hold it`);
+    }
+  }
+}
+
+async function checkToken(em: EntityManager, values: Record<string, unknown>, caller: Caller): Promise<void> {
+  if (typeof values.scope === 'string') checkGrantable(caller, values.scope);
+  if (values.userID !== undefined) {
+    const owner = await em.count(User, { id: values.userID as number, deletedAt: null });
+    if (owner === 0) throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
+  }
+}
+
+export function tokenService(orm: MikroORM) {
+  return crudService(orm, {
+    resource: 'token',
+    label: 'token',
+    entity: Token,
+    table: 'tokens',
+    writable: TOKEN_WRITABLE,
+    listFields: TOKEN_LIST_FIELDS,
+    properties: { userID: 'user' },
+    check: checkToken,
+    onCreate(token, caller) {
+      token.client = caller.client;
+      token.version = 1;
+    },
+    onChange(token) {
+      token.version += 1;
+    },
+    conflict: () =>
+      AppError.conflict('a live token with this accessToken already exists', [
+        { field: 'accessToken', message: 'is already in use' },
+      ]),
+  });
+}
+
+export type TokenService = ReturnType<typeof tokenService>;

@@ -1,0 +1,61 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Caller } from '../auth/caller.js';
+import type { ListFields } from '../list/list.js';
+import { crudService } from '../shared/crud.js';
+import { AppError } from '../shared/errors.js';
+import { readWriteBody, type WritableFields } from '../shared/input.js';
+import { User } from './user.entity.js';
+
+export const USER_WRITABLE: WritableFields = {
+  ref: { kind: 'safeInt' },
+  outKey: { kind: 'string', max: 255, nullable: true },
+  firstName: { kind: 'string', max: 255, required: true },
+  lastName: { kind: 'string', max: 255, required: true },
+  avatarUrl: { kind: 'string', max: 2048, nullable: true },
+  photoUrl: { kind: 'string', max: 2048, nullable: true },
+  status: { kind: 'int32' },
+};
+
+export const USER_LIST_FIELDS: ListFields = {
+  id: { path: ['id'], kind: 'id' },
+  ref: { path: ['ref'], kind: 'safeInt' },
+  outKey: { path: ['outKey'], kind: 'string', nullable: true },
+  firstName: { path: ['firstName'], kind: 'string' },
+  lastName: { path: ['lastName'], kind: 'string' },
+  avatarUrl: { path: ['avatarUrl'], kind: 'string', nullable: true },
+  photoUrl: { path: ['photoUrl'], kind: 'string', nullable: true },
+  status: { path: ['status'], kind: 'int32' },
+  createdAt: { path: ['createdAt'], kind: 'date' },
+  updatedAt: { path: ['updatedAt'], kind: 'date' },
+};
+
+const STATUS_BODY: WritableFields = { status: { kind: 'int32', required: true } };
+
+/** A deleted user takes its tokens and links with it (they stop authenticating and listing). */
+async function cascadeUser(em: EntityManager, id: number, now: Date): Promise<void> {
+  for (const table of ['tokens', 'user_applications', 'user_roles']) {
+    await em.execute(`update ${table} set deleted_at = ?, updated_at = ? where user_id = ? and deleted_at is null`, [now, now, id]);
+  }
+}
+
+export function userService(orm: MikroORM) {
+  const crud = crudService(orm, {
+    resource: 'user',
+    label: 'user',
+    entity: User,
+    table: 'users',
+    writable: USER_WRITABLE,
+    listFields: USER_LIST_FIELDS,
+    conflict: () => AppError.conflict('the user conflicts with an existing one'),
+    cascade: cascadeUser,
+  });
+  return {
+    ...crud,
+    /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
+    async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<User> {
+      return crud.update(caller, id, readWriteBody(body, STATUS_BODY, 'create'));
+    },
+  };
+}
+
+export type UserService = ReturnType<typeof userService>;

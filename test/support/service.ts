@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startService, type RunningService } from '../../src/server.js';
+import { createLogger } from '../../src/shared/log.js';
+
+/**
+ * Starts the real service (real Koa app over real HTTP) on a database of its own:
+ * - with DATABASE_URL set, a new database on that PostgreSQL server, dropped afterwards;
+ * - without it, the embedded PGlite database in a new temporary directory.
+ */
+export interface TestService {
+  url: string;
+  /** A token with scope "*" (BOOTSTRAP_TOKEN). */
+  adminToken: string;
+  running: RunningService;
+  config: Config;
+  /** Log lines the service wrote (the test logger keeps them to check what is never logged). */
+  logLines: string[];
+  request(method: string, path: string, options?: RequestOptions): Promise<Reply>;
+  /** Runs SQL against the service's database, to check what a request did or did not change. */
+  sql<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Creates a user and a token for it with the given scope; returns the access token. */
+  tokenWith(scope: string, options?: { expireAt?: string | null }): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  /** A body sent as-is (for malformed JSON, other media types). */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+const ADMIN_URL = process.env.DATABASE_URL;
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const adminToken = `admin-${randomBytes(16).toString('hex')}`;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let dataDir: string | undefined;
+  let databaseUrl: string | undefined;
+  if (ADMIN_URL) {
+    const name = `uts_test_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const url = new URL(ADMIN_URL);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    dropDatabase = async () => {
+      const client = new pg.Client({ connectionString: ADMIN_URL });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    };
+  } else {
+    dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
+  }
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    BOOTSTRAP_TOKEN: adminToken,
+    DB_POOL_SIZE: '4',
+    SHUTDOWN_TIMEOUT_MS: '2000',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir! }),
+    ...env,
+  });
+  const logLines: string[] = [];
+  const running = await startService(config, createLogger(config.logLevel, (line) => logLines.push(line)));
+  const base = running.url + config.basePath;
+
+  const service: TestService = {
+    url: running.url,
+    adminToken,
+    running,
+    config,
+    logLines,
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = { Accept: 'application/json', ...options.headers };
+      const token = options.token === undefined ? adminToken : options.token;
+      if (token !== null) headers.Authorization ??= `Bearer ${token}`;
+      let body: string | Buffer | undefined;
+      if (options.rawBody !== undefined) body = options.rawBody;
+      else if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers['Content-Type'] ??= 'application/json';
+      }
+      const response = await fetch(base + path, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown = null;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        parsed = null;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    async sql(text, params = []) {
+      return (await running.db.orm.em.fork().execute(text, params)) as never;
+    },
+    async tokenWith(scope, options = {}) {
+      const user = await service.request('POST', '/user/', { body: { firstName: 'Token', lastName: `Holder ${scope}` } });
+      const accessToken = `test-${randomBytes(16).toString('hex')}`;
+      const created = await service.request('POST', '/token/', {
+        body: { userID: user.body.id, accessToken, scope, expireAt: options.expireAt ?? null },
+      });
+      if (created.status !== 201) throw new Error(`could not create a token: ${created.text}`);
+      return accessToken;
+    },
+    async stop() {
+      await running.stop();
+      await dropDatabase?.();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return service;
+}
