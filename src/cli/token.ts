@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { newAccessToken, SYSTEM_CALLER } from '../auth/bootstrap.js';
 import { loadConfig } from '../config.js';
@@ -7,23 +8,29 @@ import { AppError } from '../shared/errors.js';
 
 const USAGE = 'usage: npm run token -- --user <id> --scope "<scopes>" [--expires <ISO 8601 date-time>]';
 
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
 /**
  * `npm run token -- --user 1 --scope "user:read token:read"`: issues a token for a user through
- * the same service function as POST /token/, and prints its access token on stdout.
+ * the same service function as POST /token/ and prints its access token (alone) on stdout.
+ * With the embedded database it works whether or not the service is running.
  */
-async function main(): Promise<number> {
+export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
   let args;
   try {
-    args = parseArgs({ options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' } } }).values;
+    args = parseArgs({ args: argv, options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' } } }).values;
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    io.err(`${(err as Error).message}\n${USAGE}\n`);
     return 2;
   }
   if (!args.user || args.scope === undefined) {
-    process.stderr.write(`${USAGE}\n`);
+    io.err(`${USAGE}\n`);
     return 2;
   }
-  const db = await openDatabase(loadConfig());
+  const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
   try {
     await db.migrate();
     const accessToken = newAccessToken();
@@ -31,16 +38,21 @@ async function main(): Promise<number> {
       { ...SYSTEM_CALLER, client: 'npm run token' },
       { userID: /^\d+$/.test(args.user) ? Number(args.user) : args.user, accessToken, scope: args.scope, expireAt: args.expires ?? null },
     );
-    process.stderr.write(`Issued token ${token.id} for user ${token.user} with scope "${token.scope}".\n`);
-    process.stdout.write(`${accessToken}\n`);
+    io.err(`Issued token ${token.id} for user ${token.user} with scope "${token.scope}".\n`);
+    io.out(`${accessToken}\n`);
     return 0;
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
-    process.stderr.write(`${err.message}\n`);
+    io.err(`${err.message}\n`);
     return 1;
   } finally {
     await db.close();
   }
 }
 
-process.exitCode = await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await tokenCommand(process.argv.slice(2), process.env, {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+  });
+}

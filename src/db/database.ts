@@ -14,11 +14,18 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'>): Promise<Database> {
+/**
+ * Connects to DATABASE_URL, or starts the embedded database under DATA_DIR. `shareEmbedded` lets a
+ * command-line tool reach an embedded database that a running service already holds.
+ */
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'>,
+  options: { shareEmbedded?: boolean } = {},
+): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (!url) {
-    embedded = await startEmbeddedPostgres(config.dataDir, config.poolSize + 2);
+    embedded = await startEmbeddedPostgres(config.dataDir, config.poolSize + 2, options.shareEmbedded);
     url = embedded.url;
   }
   let orm: MikroORM;
