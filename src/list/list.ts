@@ -112,6 +112,11 @@ export function parseOrderBy(text: string): OrderKey[] | FieldProblem {
 function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: FieldProblem[]): Record<string, unknown>[] {
   let keys: readonly OrderKey[] = [];
   if (Array.isArray(raw)) {
+    // GraphQL hands over key objects; REST hands over an array of strings when orderBy is repeated.
+    if (raw.some((key: unknown) => typeof key !== 'object' || key === null)) {
+      problems.push({ field: 'orderBy', message: 'must be given once' });
+      return [];
+    }
     keys = raw;
   } else if (typeof raw === 'string') {
     const parsed = parseOrderBy(raw);
