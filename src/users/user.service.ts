@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Caller } from '../auth/caller.js';
+import { requirePermission, type Caller } from '../auth/caller.js';
 import type { ListFields } from '../list/list.js';
 import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
@@ -53,6 +53,7 @@ export function userService(orm: MikroORM) {
     ...crud,
     /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
     async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<User> {
+      requirePermission(caller, 'user:write'); // before the body is read: 403 wins over 400
       return crud.update(caller, id, readWriteBody(body, STATUS_BODY, 'create'));
     },
   };
