@@ -33,6 +33,8 @@ export interface CrudDefinition<E extends LiveRecord> {
   properties?: Readonly<Record<string, string>>;
   /** Checks against other records and the caller, inside the write's transaction. */
   check?(em: EntityManager, values: Record<string, unknown>, caller: Caller): Promise<void>;
+  /** Whether the caller may change or delete this existing record (throws when not). */
+  guard?(record: E, caller: Caller): void;
   /** Service-set fields of a new record (a token's `client`). */
   onCreate?(record: E, caller: Caller): void;
   /** Bookkeeping on every change (a token's `version`). */
@@ -96,9 +98,11 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
     }
   }
 
-  async function lockLive(em: EntityManager, id: number): Promise<E> {
+  /** The live record, locked for this transaction, once the caller may change it. */
+  async function lockLive(em: EntityManager, id: number, caller: Caller): Promise<E> {
     const record = await em.findOne(def.entity, live(id), { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
+    def.guard?.(record, caller);
     return record;
   }
 
@@ -120,7 +124,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
     requirePermission(caller, write);
     const id = parseId(rawId);
     return inTransaction(values, async (em) => {
-      const record = await lockLive(em, id);
+      const record = await lockLive(em, id, caller);
       await def.check?.(em, values, caller);
       if (assign(record, values)) {
         record.updatedAt = new Date();
@@ -179,7 +183,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
           [def.resource, id],
         );
         if (claimed.length > 0) return { record: await insert(em, caller, values, id), created: true };
-        const record = await lockLive(em, id);
+        const record = await lockLive(em, id, caller);
         await def.check?.(em, values, caller);
         if (assign(record, values)) {
           record.updatedAt = new Date();
@@ -204,7 +208,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
       requirePermission(caller, write);
       const id = parseId(rawId);
       await inTransaction({}, async (em) => {
-        const record = await lockLive(em, id);
+        const record = await lockLive(em, id, caller);
         const now = new Date();
         record.deletedAt = now;
         record.updatedAt = now;

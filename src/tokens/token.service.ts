@@ -38,8 +38,9 @@ export const TOKEN_LIST_FIELDS: ListFields = {
 const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*))$/;
 
 /**
- * A token may only carry this service's permissions that its creator holds itself: `token:write`
- * lets a caller issue tokens, not raise its own rights.
+ * A token may only carry this service's permissions that its creator holds itself, and only such
+ * tokens may be changed or revoked: `token:write` lets a caller manage tokens, not raise its own
+ * rights (for instance by giving a `*` token an accessToken of its choosing).
  */
 function checkGrantable(caller: Caller, scope: string): void {
   for (const word of parseScopes(scope)) {
@@ -74,6 +75,8 @@ export function tokenService(orm: MikroORM) {
     listFields: TOKEN_LIST_FIELDS,
     properties: { userID: 'user' },
     check: checkToken,
+    // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
+    guard: (token, caller) => checkGrantable(caller, token.scope),
     onCreate(token, caller) {
       token.client = caller.client;
       token.version = 1;

@@ -1,0 +1,516 @@
+import { randomBytes } from 'node:crypto';
+import { startTestService, type Reply, type TestService } from './support/service.js';
+
+/**
+ * SPEC §5: the list language (filter, orderBy, page, pageSize) over GET /user/ and GET /token/.
+ * Every list below is scoped to a fixture group by its firstName prefix, so the bootstrap user and
+ * the users other tests create do not disturb the expected results.
+ */
+let svc: TestService;
+const replies: Reply[] = [];
+
+async function call(method: string, path: string, options?: Parameters<TestService['request']>[2]): Promise<Reply> {
+  const reply = await svc.request(method, path, options);
+  replies.push(reply);
+  return reply;
+}
+
+/** GET a list with the given query parameters (each value is URL-encoded; objects as JSON). */
+function list(resource: 'user' | 'token', params: Record<string, unknown> = {}): Promise<Reply> {
+  const query = Object.entries(params)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(typeof v === 'string' ? v : JSON.stringify(v))}`)
+    .join('&');
+  return call('GET', `/${resource}/${query ? `?${query}` : ''}`);
+}
+
+const G = `g${randomBytes(4).toString('hex')}`;
+/** Restricts a filter to the fixture group (sibling keys are and-ed). */
+const inGroup = (filter: Record<string, unknown> = {}) => ({ firstName: { like: `${G}-%` }, ...filter });
+
+interface Fixture {
+  name: string;
+  lastName: string;
+  status: number;
+  ref: number;
+  outKey: string | null;
+  createdAt: string;
+}
+const FIXTURES: Fixture[] = [
+  { name: 'anna', lastName: 'Smith', status: 1, ref: 10, outKey: 'k1', createdAt: '2020-01-01T00:00:00.000Z' },
+  { name: 'bob', lastName: 'smithers', status: 2, ref: 20, outKey: null, createdAt: '2020-01-02T00:00:00.000Z' },
+  { name: 'carl', lastName: 'Jones', status: 3, ref: 30, outKey: 'k3', createdAt: '2020-01-03T00:00:00.000Z' },
+  { name: 'dana', lastName: 'SMALL', status: 1, ref: 20, outKey: null, createdAt: '2020-01-04T00:00:00.000Z' },
+  { name: 'eve', lastName: 'Brown', status: 0, ref: -5, outKey: 'k5', createdAt: '2020-01-05T00:00:00.000Z' },
+];
+/** Fixture name → user id. */
+const id: Record<string, number> = {};
+const ids = (...names: string[]) => names.map((n) => id[n]);
+const dataIds = (res: Reply) => res.body.data.map((r: { id: number }) => r.id);
+
+async function liveUserCount(): Promise<number> {
+  const [{ count }] = await svc.sql<{ count: string }>('select count(*) from users where deleted_at is null');
+  return Number(count);
+}
+
+function expectBadRequest(res: Reply, field: string, message?: string | RegExp): void {
+  expect(res.status).toBe(400);
+  expect(res.body).toMatchObject({ code: 400, error: 'BAD_REQUEST', message: expect.any(String), requestId: expect.any(String) });
+  expect(res.body.requestId).toBe(res.headers.get('x-request-id'));
+  expect(res.body.details).toEqual(
+    expect.arrayContaining([
+      {
+        field,
+        message: message === undefined ? expect.any(String) : typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message),
+      },
+    ]),
+  );
+}
+
+beforeAll(async () => {
+  svc = await startTestService();
+  for (const f of FIXTURES) {
+    const res = await call('POST', '/user/', {
+      body: { firstName: `${G}-${f.name}`, lastName: f.lastName, status: f.status, ref: f.ref, outKey: f.outKey },
+    });
+    if (res.status !== 201) throw new Error(`fixture: ${res.text}`);
+    id[f.name] = res.body.id;
+    // createdAt is set by the service; pin it to a known instant so date filters and orders are exact.
+    await svc.sql('update users set created_at = ? where id = ?', [f.createdAt, res.body.id]);
+  }
+  // A deleted member of the group: never listed, never counted.
+  const gone = await call('POST', '/user/', { body: { firstName: `${G}-zed`, lastName: 'Smith', status: 1, ref: 10 } });
+  id.zed = gone.body.id;
+  expect((await call('DELETE', `/user/${gone.body.id}`)).status).toBe(204);
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('defaults', () => {
+  test('no parameters: page 1, pageSize 20, ordered by id ascending, total of live records', async () => {
+    // Enough users that the default page size matters.
+    for (let i = 0; i < 22; i++) {
+      expect((await call('POST', '/user/', { body: { firstName: `filler-${i}`, lastName: 'Filler' } })).status).toBe(201);
+    }
+    const res = await list('user');
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body).sort()).toEqual(['data', 'page', 'pageSize', 'total']);
+    expect(res.body).toMatchObject({ page: 1, pageSize: 20, total: await liveUserCount() });
+    expect(res.body.total).toBeGreaterThan(20);
+    const expected = await svc.sql<{ id: string }>('select id from users where deleted_at is null order by id limit 20');
+    expect(dataIds(res)).toEqual(expected.map((r) => Number(r.id)));
+    expect(dataIds(res)).not.toContain(id.zed);
+  });
+
+  test('empty values mean the defaults (the seed sends all four on every call)', async () => {
+    const res = await call('GET', '/user/?filter=&orderBy=&page=&pageSize=');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ page: 1, pageSize: 20, total: await liveUserCount() });
+    expect(dataIds(res)).toEqual(dataIds(await list('user')));
+  });
+
+  test('the group fixture as a whole, ordered by id', async () => {
+    const res = await list('user', { filter: inGroup() });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ total: 5, page: 1, pageSize: 20 });
+    expect(dataIds(res)).toEqual(ids('anna', 'bob', 'carl', 'dana', 'eve'));
+    expect(res.body.data[0]).toMatchObject({ firstName: `${G}-anna`, createdAt: '2020-01-01T00:00:00.000Z' });
+    expect(res.body.data[0]).not.toHaveProperty('password');
+    expect(res.body.data[0]).not.toHaveProperty('rememberToken');
+  });
+});
+
+describe('page and pageSize', () => {
+  test('pages split the list; a page past the end is empty with the true total', async () => {
+    const first = await list('user', { filter: inGroup(), page: 1, pageSize: 2 });
+    const second = await list('user', { filter: inGroup(), page: 2, pageSize: 2 });
+    const third = await list('user', { filter: inGroup(), page: 3, pageSize: 2 });
+    expect(first.body).toMatchObject({ total: 5, page: 1, pageSize: 2 });
+    expect(dataIds(first)).toEqual(ids('anna', 'bob'));
+    expect(dataIds(second)).toEqual(ids('carl', 'dana'));
+    expect(dataIds(third)).toEqual(ids('eve'));
+    const past = await list('user', { filter: inGroup(), page: 4, pageSize: 2 });
+    expect(past.status).toBe(200);
+    expect(past.body).toEqual({ total: 5, page: 4, pageSize: 2, data: [] });
+    const farPast = await list('user', { filter: inGroup(), page: 1000000 });
+    expect(farPast.body).toEqual({ total: 5, page: 1000000, pageSize: 20, data: [] });
+  });
+
+  test('pageSize bounds 1 and 1000 are accepted', async () => {
+    const one = await list('user', { filter: inGroup(), pageSize: 1 });
+    expect(one.body).toMatchObject({ total: 5, pageSize: 1 });
+    expect(dataIds(one)).toEqual(ids('anna'));
+    const max = await list('user', { pageSize: 1000 });
+    expect(max.status).toBe(200);
+    expect(max.body.pageSize).toBe(1000);
+    expect(max.body.data).toHaveLength(await liveUserCount());
+  });
+
+  test.each([
+    ['page', '0'],
+    ['page', '-1'],
+    ['page', 'abc'],
+    ['page', '1.5'],
+    ['page', '1e2'],
+    ['pageSize', '0'],
+    ['pageSize', '-1'],
+    ['pageSize', '1001'],
+    ['pageSize', 'abc'],
+    ['pageSize', '1.5'],
+  ])('%s=%s → 400 naming the parameter', async (name, value) => {
+    const res = await call('GET', `/user/?${name}=${encodeURIComponent(value)}`);
+    expectBadRequest(res, name);
+    expect(res.body.message).toContain(name);
+  });
+
+  test.each(['page', 'pageSize', 'filter', 'orderBy'])('repeated %s → 400 naming it', async (name) => {
+    const value = { page: '1', pageSize: '5', filter: '{"status":1}', orderBy: 'lastName' }[name]!;
+    const res = await call('GET', `/user/?${name}=${encodeURIComponent(value)}&${name}=${encodeURIComponent(value)}`);
+    expectBadRequest(res, name);
+  });
+
+  test('the same problems on the token list', async () => {
+    expectBadRequest(await call('GET', '/token/?pageSize=1001'), 'pageSize');
+    expectBadRequest(await call('GET', '/token/?page=0'), 'page');
+  });
+});
+
+describe('orderBy', () => {
+  test.each([
+    ['ref', ['eve', 'anna', 'bob', 'dana', 'carl']],
+    ['ref asc', ['eve', 'anna', 'bob', 'dana', 'carl']],
+    ['ref ASC', ['eve', 'anna', 'bob', 'dana', 'carl']],
+    // Descending ref; the tie (bob, dana at 20) stays in ascending id order: id is the tie-breaker.
+    ['ref desc', ['carl', 'bob', 'dana', 'anna', 'eve']],
+    ['-ref', ['carl', 'bob', 'dana', 'anna', 'eve']],
+    ['-createdAt', ['eve', 'dana', 'carl', 'bob', 'anna']],
+    ['-id', ['eve', 'dana', 'carl', 'bob', 'anna']],
+    ['lastName', ['eve', 'carl', 'dana', 'anna', 'bob']],
+    // Multiple keys: status descending, then lastName, then (implicitly) id.
+    ['status desc, lastName', ['carl', 'bob', 'dana', 'anna', 'eve']],
+    ['-status,lastName desc', ['carl', 'bob', 'anna', 'dana', 'eve']],
+    ['status, -ref', ['eve', 'dana', 'anna', 'bob', 'carl']],
+  ])('orderBy=%s', async (orderBy, expected) => {
+    const res = await list('user', { filter: inGroup(), orderBy });
+    expect(res.status).toBe(200);
+    expect(dataIds(res)).toEqual(ids(...expected));
+  });
+
+  test('pages stay stable over ties: walking pageSize 1 visits every record once, in id order within a tie', async () => {
+    const seen: number[] = [];
+    for (let page = 1; page <= 5; page++) {
+      const res = await list('user', { filter: inGroup({ status: 1 }), orderBy: 'status', page, pageSize: 1 });
+      expect(res.body.total).toBe(2);
+      seen.push(...dataIds(res));
+    }
+    expect(seen).toEqual(ids('anna', 'dana'));
+    const byRef: number[] = [];
+    for (let page = 1; page <= 3; page++) {
+      byRef.push(...dataIds(await list('user', { filter: inGroup(), orderBy: '-ref', page, pageSize: 2 })));
+    }
+    expect(byRef).toEqual(ids('carl', 'bob', 'dana', 'anna', 'eve'));
+  });
+
+  test.each([
+    ['password', 'unknown field'],
+    ['rememberToken', 'unknown field'],
+    ['nosuch', 'unknown field'],
+    ['lastName, nosuch desc', 'unknown field'],
+    ['lastName sideways', undefined],
+    ['-lastName desc', undefined],
+    ['id; drop table users', undefined],
+  ])('orderBy=%s → 400', async (orderBy, message) => {
+    const res = await list('user', { orderBy });
+    expectBadRequest(res, 'orderBy', message);
+  });
+
+  test('token list: every output field is sortable', async () => {
+    for (const field of ['id', 'userID', 'accessToken', 'refreshToken', 'scope', 'code', 'codeChallenge', 'tokenType', 'expireAt', 'client', 'version', 'createdAt', 'updatedAt']) {
+      const res = await list('token', { orderBy: `-${field}` });
+      expect({ field, status: res.status }).toEqual({ field, status: 200 });
+    }
+    expectBadRequest(await list('token', { orderBy: 'accessTokenHash' }), 'orderBy', 'unknown field');
+  });
+});
+
+describe('filter', () => {
+  test('the SPEC §5 example', async () => {
+    const res = await call(
+      'GET',
+      `/user/?filter=${encodeURIComponent('{"status":{"in":[1,2]},"lastName":{"ilike":"sm%"}}')}&orderBy=-createdAt`,
+    );
+    expect(res.status).toBe(200);
+    const expected = await svc.sql<{ id: string }>(
+      "select id from users where deleted_at is null and status in (1, 2) and last_name ilike 'sm%' order by created_at desc, id asc",
+    );
+    expect(res.body.total).toBe(expected.length);
+    expect(dataIds(res)).toEqual(expected.map((r) => Number(r.id)).slice(0, 20));
+    // Within the group: anna (Smith, 1), bob (smithers, 2), dana (SMALL, 1), newest first; zed is deleted.
+    const group = await list('user', { filter: inGroup({ status: { in: [1, 2] }, lastName: { ilike: 'sm%' } }), orderBy: '-createdAt' });
+    expect(dataIds(group)).toEqual(ids('dana', 'bob', 'anna'));
+    expect(group.body.total).toBe(3);
+  });
+
+  test.each<[string, Record<string, unknown>, string[]]>([
+    ['equality shorthand', { status: 1 }, ['anna', 'dana']],
+    ['string equality shorthand', { lastName: 'Smith' }, ['anna']],
+    ['null shorthand is "is null"', { outKey: null }, ['bob', 'dana']],
+    ['eq', { status: { eq: 2 } }, ['bob']],
+    ['ne', { status: { ne: 1 } }, ['bob', 'carl', 'eve']],
+    ['gt', { ref: { gt: 10 } }, ['bob', 'carl', 'dana']],
+    ['gte', { ref: { gte: 20 } }, ['bob', 'carl', 'dana']],
+    ['lt', { ref: { lt: 20 } }, ['anna', 'eve']],
+    ['lte', { ref: { lte: 10 } }, ['anna', 'eve']],
+    ['gt and lt on one field', { ref: { gt: 0, lt: 25 } }, ['anna', 'bob', 'dana']],
+    ['in', { status: { in: [1, 2] } }, ['anna', 'bob', 'dana']],
+    ['in with an empty array', { status: { in: [] } }, []],
+    ['nin', { status: { nin: [1, 2] } }, ['carl', 'eve']],
+    ['in on a string field', { lastName: { in: ['Jones', 'Brown', 'nobody'] } }, ['carl', 'eve']],
+    ['like is case-sensitive', { lastName: { like: 'Sm%' } }, ['anna']],
+    ['like with _', { lastName: { like: '_ones' } }, ['carl']],
+    ['ilike ignores case', { lastName: { ilike: 'sm%' } }, ['anna', 'bob', 'dana']],
+    ['isNull true', { outKey: { isNull: true } }, ['bob', 'dana']],
+    ['isNull false', { outKey: { isNull: false } }, ['anna', 'carl', 'eve']],
+    ['sibling keys are and-ed', { status: 1, lastName: 'Smith' }, ['anna']],
+    ['and', { and: [{ ref: { gte: 10 } }, { ref: { lte: 20 } }] }, ['anna', 'bob', 'dana']],
+    ['or', { or: [{ status: 3 }, { ref: -5 }] }, ['carl', 'eve']],
+    ['not', { not: { status: 1 } }, ['bob', 'carl', 'eve']],
+    ['not null shorthand', { not: { outKey: null } }, ['anna', 'carl', 'eve']],
+    ['nested and/or/not', { or: [{ and: [{ status: 1 }, { not: { lastName: 'Smith' } }] }, { lastName: { like: 'Br%' } }] }, ['dana', 'eve']],
+    ['or and a sibling key', { or: [{ status: 1 }, { status: 2 }], outKey: null }, ['bob', 'dana']],
+  ])('%s', async (_name, filter, expected) => {
+    const res = await list('user', { filter: inGroup(filter) });
+    expect(res.status).toBe(200);
+    expect(dataIds(res)).toEqual(ids(...expected));
+    expect(res.body.total).toBe(expected.length);
+  });
+
+  test('id filters', async () => {
+    const res = await list('user', { filter: { id: { in: ids('bob', 'eve', 'zed') } } });
+    expect(dataIds(res)).toEqual(ids('bob', 'eve'));
+    const gt = await list('user', { filter: inGroup({ id: { gt: id.carl } }) });
+    expect(dataIds(gt)).toEqual(ids('dana', 'eve'));
+  });
+
+  test('dates are compared as instants, whatever the offset they are written with', async () => {
+    // 2020-01-03T05:00:00+05:00 is 2020-01-03T00:00:00Z: carl's createdAt.
+    const gte = await list('user', { filter: inGroup({ createdAt: { gte: '2020-01-03T05:00:00+05:00' } }) });
+    expect(gte.status).toBe(200);
+    expect(dataIds(gte)).toEqual(ids('carl', 'dana', 'eve'));
+    const gt = await list('user', { filter: inGroup({ createdAt: { gt: '2020-01-03T00:00:00.000Z' } }) });
+    expect(dataIds(gt)).toEqual(ids('dana', 'eve'));
+    // As text "2020-01-02T20:00:00-05:00" sorts before "2020-01-03…"; as an instant it is after it.
+    const lt = await list('user', { filter: inGroup({ createdAt: { lt: '2020-01-02T20:00:00-05:00' } }) });
+    expect(dataIds(lt)).toEqual(ids('anna', 'bob', 'carl'));
+    const eq = await list('user', { filter: inGroup({ createdAt: '2020-01-04T00:00:00Z' }) });
+    expect(dataIds(eq)).toEqual(ids('dana'));
+  });
+
+  test.each<[string, unknown, string, string | RegExp | undefined]>([
+    ['unknown field', { nosuch: 1 }, 'filter.nosuch', 'unknown field'],
+    ['password is not filterable', { password: '' }, 'filter.password', 'unknown field'],
+    ['rememberToken is not filterable', { rememberToken: null }, 'filter.rememberToken', 'unknown field'],
+    ['unknown field inside or', { or: [{ status: 1 }, { nosuch: 1 }] }, 'filter.or[1].nosuch', 'unknown field'],
+    ['unknown operator', { status: { regex: '.*' } }, 'filter.status.regex', 'unknown operator'],
+    ['SQL operator name', { status: { $gt: 1 } }, 'filter.status.$gt', 'unknown operator'],
+    ['string for status', { status: '1' }, 'filter.status.eq', 'must be an integer'],
+    ['string for status in gt', { status: { gt: 'a' } }, 'filter.status.gt', 'must be an integer'],
+    ['string in an in list of a number field', { status: { in: [1, 'two'] } }, 'filter.status.in', 'integer'],
+    ['number for a text field', { lastName: 5 }, 'filter.lastName.eq', 'must be a string'],
+    ['status beyond 32 bits', { status: 2 ** 31 }, 'filter.status.eq', 'between'],
+    ['invalid date', { createdAt: { gte: 'yesterday' } }, 'filter.createdAt.gte', 'ISO 8601'],
+    ['date without an offset', { createdAt: { gte: '2020-01-03T00:00:00' } }, 'filter.createdAt.gte', 'ISO 8601'],
+    ['like on a number field', { status: { like: '1%' } }, 'filter.status.like', 'text'],
+    ['ilike on a date field', { createdAt: { ilike: '2020%' } }, 'filter.createdAt.ilike', 'text'],
+    ['in with a non-array', { status: { in: 1 } }, 'filter.status.in', 'array'],
+    ['isNull with a non-boolean', { outKey: { isNull: 'yes' } }, 'filter.outKey.isNull', 'true or false'],
+    ['empty operator object', { status: {} }, 'filter.status', undefined],
+    ['and with a non-array', { and: { status: 1 } }, 'filter.and', 'array'],
+    ['or with an empty array', { or: [] }, 'filter.or', 'array'],
+    ['not with a non-object', { not: 1 }, 'filter.not', 'object'],
+    ['filter is not an object', [1, 2], 'filter', 'object'],
+    ['filter is a string', 'status', 'filter', undefined],
+  ])('%s → 400 naming the problem', async (_name, filter, field, message) => {
+    const res = await list('user', { filter: typeof filter === 'string' ? JSON.stringify(filter) : filter });
+    expectBadRequest(res, field, message);
+  });
+
+  test('invalid JSON → 400 naming filter', async () => {
+    for (const text of ['{status:1}', '{"status":1', "{'status':1}", 'null,']) {
+      expectBadRequest(await list('user', { filter: text }), 'filter', 'JSON');
+    }
+  });
+
+  test('in/nin take at most 1000 values', async () => {
+    const thousand = Array.from({ length: 1000 }, (_, i) => 10_000_000 + i);
+    const ok = await list('user', { filter: inGroup({ id: { in: [...thousand.slice(0, 999), id.carl] } }) });
+    expect(ok.status).toBe(200);
+    expect(dataIds(ok)).toEqual(ids('carl'));
+    const okNin = await list('user', { filter: inGroup({ status: { nin: thousand } }) });
+    expect(okNin.status).toBe(200);
+    expect(okNin.body.total).toBe(5);
+    expectBadRequest(await list('user', { filter: { id: { in: [...thousand, 1] } } }), 'filter.id.in', 'at most 1000');
+    expectBadRequest(await list('user', { filter: { status: { nin: [...thousand, 1] } } }), 'filter.status.nin', 'at most 1000');
+  });
+
+  test('nesting deeper than 8 → 400; 8 levels are fine', async () => {
+    const nested = (nots: number) => {
+      let node: Record<string, unknown> = { status: 1 };
+      for (let i = 0; i < nots; i++) node = { not: node };
+      return node;
+    };
+    // The top object is level 1; seven "not"s make eight levels (an even count of nots: status 1).
+    const eight = await list('user', { filter: inGroup({ and: [nested(6)] }) });
+    expect(eight.status).toBe(200);
+    expect(dataIds(eight)).toEqual(ids('anna', 'dana'));
+    const eightNots = await list('user', { filter: nested(7) });
+    expect(eightNots.status).toBe(200);
+    const nine = await list('user', { filter: nested(8) });
+    expect(nine.status).toBe(400);
+    expect(nine.body.error).toBe('BAD_REQUEST');
+    expect(nine.body.details.some((d: { message: string }) => /deeper than 8/.test(d.message))).toBe(true);
+    const deep = await list('user', { filter: nested(200) });
+    expect(deep.status).toBe(400);
+  });
+
+  test('more than 100 conditions → 400; 100 are fine', async () => {
+    const conditions = (n: number) => ({ or: Array.from({ length: n }, (_, i) => ({ ref: i === 0 ? 30 : 100000 + i })) });
+    const hundred = await list('user', { filter: { and: [conditions(100)] } });
+    expect(hundred.status).toBe(200);
+    expect(dataIds(hundred)).toEqual(ids('carl'));
+    const tooMany = await list('user', { filter: conditions(101) });
+    expectBadRequest(tooMany, 'filter', /at most 100/);
+    // Each operator counts as one condition: 50 × (gt, lt) is 100, 51 × is 102.
+    const pairs = (n: number) => ({ or: Array.from({ length: n }, (_, i) => ({ ref: { gt: 29 - i, lt: 31 + i } })) });
+    const fifty = await list('user', { filter: inGroup({ and: [{ status: 3 }, pairs(49)] }) });
+    expect(fifty.status).toBe(200);
+    expect(dataIds(fifty)).toEqual(ids('carl'));
+    expectBadRequest(await list('user', { filter: pairs(51) }), 'filter', /at most 100/);
+  });
+
+  test('several problems are all reported', async () => {
+    const res = await list('user', { filter: { nosuch: 1, status: 'x' }, orderBy: 'bogus', page: '0' });
+    expect(res.status).toBe(400);
+    const fields = res.body.details.map((d: { field: string }) => d.field);
+    expect(fields).toEqual(expect.arrayContaining(['filter.nosuch', 'filter.status.eq', 'orderBy', 'page']));
+  });
+});
+
+describe('values are plain values (no SQL injection)', () => {
+  test('SQL-looking values match nothing and change nothing', async () => {
+    const before = await liveUserCount();
+    const [{ count: tokensBefore }] = await svc.sql<{ count: string }>('select count(*) from tokens');
+    for (const filter of [
+      { lastName: "x' or '1'='1" },
+      { lastName: { like: "%' or '1'='1' --" } },
+      { lastName: { ilike: "'; drop table users; --" } },
+      { lastName: { in: ["x') or ('1'='1", "'; delete from users; --"] } },
+      { outKey: { ne: "' or 1=1 --" }, lastName: "Smith' --" },
+    ]) {
+      const res = await list('user', { filter });
+      expect({ filter, status: res.status, total: res.body.total, data: res.body.data }).toEqual({ filter, status: 200, total: 0, data: [] });
+    }
+    const tokenRes = await list('token', { filter: { accessToken: "' or ''='" } });
+    expect(tokenRes.body).toMatchObject({ total: 0, data: [] });
+    // A field name is never SQL either.
+    expectBadRequest(await list('user', { filter: { 'id) or (1=1': 1 } }), 'filter.id) or (1=1', 'unknown field');
+    expect(await liveUserCount()).toBe(before);
+    const [{ count: tokensAfter }] = await svc.sql<{ count: string }>('select count(*) from tokens');
+    expect(tokensAfter).toBe(tokensBefore);
+    // The table is intact and still answers.
+    expect((await list('user', { filter: inGroup() })).body.total).toBe(5);
+  });
+
+  test('a stored value with quotes and pattern characters matches itself exactly', async () => {
+    const odd = { firstName: `${G}-odd`, lastName: "O'Brien%_\\x" };
+    const created = await call('POST', '/user/', { body: odd });
+    expect(created.status).toBe(201);
+    const eq = await list('user', { filter: { lastName: "O'Brien%_\\x" } });
+    expect(dataIds(eq)).toEqual([created.body.id]);
+    const like = await list('user', { filter: inGroup({ lastName: { like: "O'Brien%" } }) });
+    expect(dataIds(like)).toEqual([created.body.id]);
+    // "%" in an eq value is a literal, not a wildcard.
+    expect((await list('user', { filter: { lastName: "O'Brien%" } })).body.total).toBe(0);
+    expect((await call('DELETE', `/user/${created.body.id}`)).status).toBe(204);
+  });
+});
+
+describe('token list', () => {
+  const secretA = `lists-a-${randomBytes(8).toString('hex')}`;
+  const secretB = `lists-b-${randomBytes(8).toString('hex')}`;
+  let tokenA: number;
+  let tokenB: number;
+  beforeAll(async () => {
+    const a = await call('POST', '/token/', {
+      body: { userID: id.anna, accessToken: secretA, scope: 'user:read', tokenType: 'bearer', expireAt: '2030-01-01T00:00:00Z' },
+      headers: { 'X-Client': 'lists-client' },
+    });
+    const b = await call('POST', '/token/', { body: { userID: id.anna, accessToken: secretB, scope: 'token:read', codeChallenge: 'cc' } });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    tokenA = a.body.id;
+    tokenB = b.body.id;
+    expect((await call('PATCH', `/token/${tokenB}`, { body: { refreshToken: 'r2' } })).status).toBe(200);
+  });
+
+  test('defaults: page 1, pageSize 20, id order, total of live tokens', async () => {
+    const res = await list('token');
+    expect(res.status).toBe(200);
+    const [{ count }] = await svc.sql<{ count: string }>('select count(*) from tokens where deleted_at is null');
+    expect(res.body).toMatchObject({ page: 1, pageSize: 20, total: Number(count) });
+    const expected = await svc.sql<{ id: string }>('select id from tokens where deleted_at is null order by id limit 20');
+    expect(dataIds(res)).toEqual(expected.map((r) => Number(r.id)));
+  });
+
+  test.each<[string, (a: number, b: number) => Record<string, unknown>, 'A' | 'B' | 'AB' | '']>([
+    ['userID', () => ({ userID: id.anna }), 'AB'],
+    ['accessToken equality', () => ({ accessToken: secretA }), 'A'],
+    ['scope like', () => ({ userID: id.anna, scope: { like: 'token:%' } }), 'B'],
+    ['expireAt is null', () => ({ userID: id.anna, expireAt: null }), 'B'],
+    ['expireAt after a date', () => ({ userID: id.anna, expireAt: { gt: '2029-12-31T20:00:00-02:00' } }), 'A'],
+    ['version as a decimal string', () => ({ userID: id.anna, version: '2' }), 'B'],
+    ['version as a number', () => ({ userID: id.anna, version: { gte: 1, lt: 2 } }), 'A'],
+    ['client', () => ({ userID: id.anna, client: 'lists-client' }), 'A'],
+    ['codeChallenge isNull false', () => ({ userID: id.anna, codeChallenge: { isNull: false } }), 'B'],
+    ['id nin', (a) => ({ userID: id.anna, id: { nin: [a] } }), 'B'],
+    ['tokenType ilike', () => ({ userID: id.anna, tokenType: { ilike: 'BEAR%' } }), 'A'],
+    ['a user with no tokens', () => ({ userID: id.eve }), ''],
+  ])('%s', async (_name, makeFilter, expected) => {
+    const res = await list('token', { filter: makeFilter(tokenA, tokenB) });
+    expect(res.status).toBe(200);
+    const want = [...expected].map((c) => (c === 'A' ? tokenA : tokenB));
+    expect(dataIds(res)).toEqual(want);
+    expect(res.body.total).toBe(want.length);
+  });
+
+  test('order by -version then id', async () => {
+    const res = await list('token', { filter: { userID: id.anna }, orderBy: '-version' });
+    expect(dataIds(res)).toEqual([tokenB, tokenA]);
+  });
+
+  test('wrong types and unknown fields on the token list', async () => {
+    expectBadRequest(await list('token', { filter: { userID: 'anna' } }), 'filter.userID.eq', 'integer');
+    expectBadRequest(await list('token', { filter: { accessTokenHash: 'x' } }), 'filter.accessTokenHash', 'unknown field');
+    expectBadRequest(await list('token', { filter: { version: { like: '1%' } } }), 'filter.version.like', 'text');
+    expectBadRequest(await list('token', { filter: { expireAt: { gt: 5 } } }), 'filter.expireAt.gt', 'ISO 8601');
+  });
+
+  test('the error message never echoes a filter value', async () => {
+    const res = await list('token', { filter: { accessToken: { gt: 1, nosuch: secretA } } });
+    expect(res.status).toBe(400);
+    expect(res.text).not.toContain(secretA);
+  });
+});
+
+describe('every reply of this file', () => {
+  test('no 500, no password/rememberToken keys, no SQL or stack in error bodies', () => {
+    expect(replies.length).toBeGreaterThan(100);
+    for (const reply of replies) {
+      expect(reply.status).toBeLessThan(500);
+      expect(reply.text).not.toMatch(/"(password|rememberToken)"\s*:/);
+      if (reply.status >= 400) {
+        expect(reply.text).not.toMatch(/\bselect\b|\binsert\s+into\b|\bdelete\s+from\b|\bupdate\s+"?\w+"?\s+set\b/i);
+        expect(reply.text).not.toMatch(/\n\s+at |\.ts:\d+|node_modules/);
+      }
+    }
+  });
+});

@@ -1,0 +1,736 @@
+import { randomBytes } from 'node:crypto';
+import { startTestService, type Reply, type RequestOptions, type TestService } from './support/service.js';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** Every access token a test sent, to check none of them ends up in a log line. */
+const secrets: string[] = [];
+const newAccessToken = (label = 'tok') => {
+  const value = `${label}-${randomBytes(12).toString('hex')}`;
+  secrets.push(value);
+  return value;
+};
+
+/** Keys that must never appear anywhere in a response body (SPEC §2). */
+function forbiddenKeys(value: unknown, path = '$'): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => forbiddenKeys(v, `${path}[${i}]`));
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) => [
+      ...(k === 'password' || k === 'rememberToken' ? [`${path}.${k}`] : []),
+      ...forbiddenKeys(v, `${path}.${k}`),
+    ]);
+  }
+  return [];
+}
+
+/** svc.request, checking that no answer carries a `password` or `rememberToken` key. */
+async function call(method: string, path: string, options?: RequestOptions): Promise<Reply> {
+  const res = await svc.request(method, path, options);
+  expect(forbiddenKeys(res.body)).toEqual([]);
+  expect(res.text).not.toMatch(/"(password|rememberToken)"\s*:/);
+  return res;
+}
+
+async function makeUser(lastName = 'Holder'): Promise<number> {
+  const res = await call('POST', '/user/', { body: { firstName: 'Token', lastName } });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+async function makeToken(body: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<any> {
+  const userID = body.userID ?? (await makeUser());
+  const res = await call('POST', '/token/', { ...options, body: { userID, accessToken: newAccessToken(), ...body } });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+/** A token with the given scope, and its owner. */
+async function callerWith(scope: string): Promise<{ token: string; userID: number; id: number }> {
+  const created = await makeToken({ scope });
+  return { token: created.accessToken, userID: created.userID, id: created.id };
+}
+
+/** The whole tokens table, to show that a failing request changed nothing. */
+const tokensTable = () => svc.sql('select * from tokens order by id');
+const reservations = () => svc.sql("select id from id_reservations where resource = 'token' order by id");
+
+/** Runs a request that must fail and checks the tokens table is the same afterwards. */
+async function failsUnchanged(method: string, path: string, options: RequestOptions, status: number): Promise<Reply> {
+  const before = await tokensTable();
+  const res = await call(method, path, options);
+  expect(res.status).toBe(status);
+  expect(res.body).toMatchObject({ code: status, requestId: expect.any(String), message: expect.any(String) });
+  expect(await tokensTable()).toEqual(before);
+  return res;
+}
+
+const q = (value: unknown) => encodeURIComponent(JSON.stringify(value));
+
+describe('POST /token/', () => {
+  test('creates a token: 201, Location, the record with defaults, client from X-Client, version "1"', async () => {
+    const userID = await makeUser();
+    const accessToken = newAccessToken();
+    const res = await call('POST', '/token/', { body: { userID, accessToken }, headers: { 'X-Client': 'my-cli/2.1' } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/token/${res.body.id}`);
+    expect(res.body).toEqual({
+      id: expect.any(Number),
+      userID,
+      accessToken,
+      refreshToken: '',
+      scope: '',
+      code: '',
+      codeChallenge: null,
+      tokenType: '',
+      expireAt: null,
+      client: 'my-cli/2.1',
+      version: '1',
+      createdAt: expect.stringMatching(ISO_UTC_MS),
+      updatedAt: expect.stringMatching(ISO_UTC_MS),
+    });
+    expect(res.body.updatedAt).toBe(res.body.createdAt);
+    const [row] = await svc.sql('select user_id, access_token, client, version, deleted_at from tokens where id = ?', [res.body.id]);
+    expect(row).toEqual({ user_id: String(userID), access_token: accessToken, client: 'my-cli/2.1', version: 1, deleted_at: null });
+    expect((await call('GET', res.headers.get('location')!)).body).toEqual(res.body);
+  });
+
+  test('stores every writable field as given', async () => {
+    const userID = await makeUser();
+    const body = {
+      userID,
+      accessToken: newAccessToken(),
+      refreshToken: 'refresh-1',
+      scope: 'openid profile token:read',
+      code: 'code-1',
+      codeChallenge: 'challenge-1',
+      tokenType: 'Bearer',
+      expireAt: '2031-05-06T07:08:09.123Z',
+    };
+    const res = await call('POST', '/token/', { body });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ ...body, version: '1' });
+  });
+
+  test('client: X-Client, else the product token of User-Agent, else ""', async () => {
+    const fromUa = await makeToken({}, { headers: { 'User-Agent': 'curl/8.5.0 (x86_64-pc-linux-gnu) libcurl/8.5.0' } });
+    expect(fromUa.client).toBe('curl/8.5.0');
+    const both = await makeToken({}, { headers: { 'User-Agent': 'curl/8.5.0', 'X-Client': 'explicit' } });
+    expect(both.client).toBe('explicit');
+    const none = await makeToken({}, { headers: { 'User-Agent': '' } });
+    expect(none.client).toBe('');
+    const [row] = await svc.sql('select client from tokens where id = ?', [fromUa.id]);
+    expect(row).toEqual({ client: 'curl/8.5.0' });
+  });
+
+  test('ignores fields outside the writable set (id, client, version, createdAt, …)', async () => {
+    const userID = await makeUser();
+    const res = await call('POST', '/token/', {
+      body: {
+        userID,
+        accessToken: newAccessToken(),
+        id: 987654321,
+        client: 'forged',
+        version: '99',
+        createdAt: '2000-01-01T00:00:00Z',
+        updatedAt: '2000-01-01T00:00:00Z',
+        password: 'secret',
+        deletedAt: '2000-01-01T00:00:00Z',
+      },
+      headers: { 'X-Client': 'real' },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.id).not.toBe(987654321);
+    expect(res.body).toMatchObject({ client: 'real', version: '1' });
+    expect(res.body.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
+    const [row] = await svc.sql<{ deleted: boolean; version: number }>(
+      'select deleted_at is not null as deleted, version from tokens where id = ?',
+      [res.body.id],
+    );
+    expect(row).toEqual({ deleted: false, version: 1 });
+  });
+
+  test('accepts an offset in expireAt and answers it in UTC with milliseconds', async () => {
+    const created = await makeToken({ expireAt: '2030-01-01T10:00:00+01:00' });
+    expect(created.expireAt).toBe('2030-01-01T09:00:00.000Z');
+    const other = await makeToken({ expireAt: '2030-06-15T23:30:00.5-02:30' });
+    expect(other.expireAt).toBe('2030-06-16T02:00:00.500Z');
+    const [row] = await svc.sql<{ ok: boolean }>(
+      "select expire_at = timestamptz '2030-01-01T09:00:00Z' as ok from tokens where id = ?",
+      [created.id],
+    );
+    expect(row.ok).toBe(true);
+  });
+
+  /** [field, value (undefined: left out), what the 400 says, label for long values]. */
+  const invalid: [string, unknown, string, string?][] = [
+    ['userID', undefined, 'is required'],
+    ['accessToken', undefined, 'is required'],
+    ['userID', '1', 'must be a positive integer'],
+    ['userID', 1.5, 'must be a positive integer'],
+    ['userID', 0, 'must be a positive integer'],
+    ['userID', null, 'must not be null'],
+    ['accessToken', 5, 'must be a string'],
+    ['accessToken', null, 'must not be null'],
+    ['accessToken', 'x\u0000y', 'NUL'],
+    ['accessToken', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
+    ['refreshToken', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
+    ['refreshToken', {}, 'must be a string'],
+    ['code', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
+    ['codeChallenge', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
+    ['codeChallenge', false, 'must be a string'],
+    ['scope', 's'.repeat(256), 'at most 255', '256 characters'],
+    ['scope', null, 'must not be null'],
+    ['scope', ['token:read'], 'must be a string'],
+    ['tokenType', 't'.repeat(256), 'at most 255', '256 characters'],
+    ['tokenType', 1, 'must be a string'],
+    ['expireAt', 1893456000000, 'ISO 8601'],
+    ['expireAt', '2026-11-21', 'ISO 8601'],
+    ['expireAt', 'yesterday', 'ISO 8601'],
+    ['expireAt', '2026-11-21T09:30:00', 'ISO 8601'],
+    ['expireAt', '2026-02-30T00:00:00Z', 'valid date-time'],
+    ['expireAt', '2026-11-21T24:00:00Z', 'valid date-time'],
+  ];
+  test.each(invalid.map(([field, value, message, label]) => [field, label ?? JSON.stringify(value) ?? '(absent)', value, message]))(
+    'rejects %s = %s with 400 naming the field, and stores nothing',
+    async (field, _label, value, message) => {
+      const body: Record<string, unknown> = { userID: 1, accessToken: 'x', [field as string]: value };
+      if (value === undefined) delete body[field as string];
+      const res = await failsUnchanged('POST', '/token/', { body }, 400);
+      expect(res.body.error).toBe('BAD_REQUEST');
+      expect(res.body.details).toEqual([{ field, message: expect.stringContaining(message as string) }]);
+      expect(res.body.message).toContain(field);
+    },
+  );
+
+  test('accepts the longest allowed values (accessToken/refreshToken/code 1024, scope/tokenType 255)', async () => {
+    const accessToken = `L${randomBytes(600).toString('hex')}`.slice(0, 1024);
+    secrets.push(accessToken);
+    const created = await makeToken({
+      accessToken,
+      refreshToken: 'r'.repeat(1024),
+      code: 'c'.repeat(1024),
+      codeChallenge: 'h'.repeat(1024),
+      scope: `user:read ${'s'.repeat(245)}`,
+      tokenType: 't'.repeat(255),
+    });
+    expect(created.accessToken).toHaveLength(1024);
+    expect(created.scope).toHaveLength(255);
+    // A 1024-character token authenticates like any other.
+    expect((await call('GET', '/user/', { token: accessToken })).status).toBe(200);
+  });
+
+  test('a body that is not a JSON object is a 400 and stores nothing', async () => {
+    await failsUnchanged('POST', '/token/', { body: [1, 2] }, 400);
+    await failsUnchanged('POST', '/token/', { body: 'token' }, 400);
+    await failsUnchanged('POST', '/token/', { rawBody: '{"userID": 1,', headers: { 'Content-Type': 'application/json' } }, 400);
+  });
+
+  test('userID must name a live user: unknown and deleted users are a 400 naming userID', async () => {
+    const unknown = await failsUnchanged('POST', '/token/', { body: { userID: 876543210, accessToken: newAccessToken() } }, 400);
+    expect(unknown.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
+
+    const userID = await makeUser('Departed');
+    expect((await call('DELETE', `/user/${userID}`)).status).toBe(204);
+    const deleted = await failsUnchanged('POST', '/token/', { body: { userID, accessToken: newAccessToken() } }, 400);
+    expect(deleted.body.error).toBe('BAD_REQUEST');
+    expect(deleted.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
+  });
+
+  test('a duplicate live accessToken is a 409 CONFLICT; a deleted token\'s accessToken can be reused', async () => {
+    const first = await makeToken();
+    const other = await makeUser();
+    const dup = await failsUnchanged('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } }, 409);
+    expect(dup.body.error).toBe('CONFLICT');
+    expect(dup.body.details).toEqual([{ field: 'accessToken', message: expect.any(String) }]);
+    expect(dup.text).not.toContain(first.accessToken);
+
+    expect((await call('DELETE', `/token/${first.id}`)).status).toBe(204);
+    const reused = await call('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } });
+    expect(reused.status).toBe(201);
+    expect(reused.body.id).not.toBe(first.id);
+    const rows = await svc.sql<{ id: string; deleted: boolean }>(
+      'select id, deleted_at is not null as deleted from tokens where access_token = ? order by id',
+      [first.accessToken],
+    );
+    expect(rows).toEqual([
+      { id: String(first.id), deleted: true },
+      { id: String(reused.body.id), deleted: false },
+    ]);
+    // The reused value now authenticates as the new token: its empty scope gives a 403, not a 401.
+    const viewer = await call('GET', `/token/${reused.body.id}`, { token: first.accessToken });
+    expect(viewer.status).toBe(403);
+  });
+});
+
+describe('GET /token/{id}', () => {
+  test('returns the record; unknown id 404; malformed id 400', async () => {
+    const created = await makeToken({ scope: 'openid' });
+    const res = await call('GET', `/token/${created.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
+    const missing = await call('GET', '/token/987654321');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ code: 404, error: 'NOT_FOUND' });
+    for (const bad of ['abc', '0', '-1', '1.5']) {
+      const res = await call('GET', `/token/${bad}`);
+      expect(res.status).toBe(400);
+      expect(res.body.details).toEqual([{ field: 'id', message: 'must be a positive integer' }]);
+    }
+  });
+});
+
+describe('GET /token/', () => {
+  test('answers the list envelope, with filter, orderBy, page and pageSize', async () => {
+    const userID = await makeUser('Lister');
+    const tokens = [];
+    for (const scope of ['a', 'b', 'c']) tokens.push(await makeToken({ userID, scope }));
+    const filter = q({ userID });
+
+    const all = await call('GET', `/token/?filter=${filter}`);
+    expect(all.status).toBe(200);
+    expect(all.body).toEqual({ total: 3, page: 1, pageSize: 20, data: tokens });
+
+    const page = await call('GET', `/token/?filter=${filter}&orderBy=-id&page=2&pageSize=2`);
+    expect(page.body).toEqual({ total: 3, page: 2, pageSize: 2, data: [tokens[0]] });
+
+    const none = await call('GET', `/token/?filter=${filter}&page=5&pageSize=2`);
+    expect(none.body).toEqual({ total: 3, page: 5, pageSize: 2, data: [] });
+
+    const noSlash = await call('GET', `/token?filter=${q({ userID, scope: 'b' })}`);
+    expect(noSlash.body).toEqual({ total: 1, page: 1, pageSize: 20, data: [tokens[1]] });
+
+    const empty = await call('GET', `/token/?filter=&orderBy=&page=&pageSize=`);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toMatchObject({ page: 1, pageSize: 20 });
+    expect(empty.body.total).toBeGreaterThanOrEqual(4);
+  });
+
+  test('filters on version (a string on the wire) and client', async () => {
+    const userID = await makeUser('Versions');
+    const a = await makeToken({ userID }, { headers: { 'X-Client': 'versions-client' } });
+    const b = await makeToken({ userID }, { headers: { 'X-Client': 'versions-client' } });
+    expect((await call('PATCH', `/token/${b.id}`, { body: { scope: 'x' } })).body.version).toBe('2');
+    const v2 = await call('GET', `/token/?filter=${q({ userID, version: '2' })}`);
+    expect(v2.body.data.map((t: { id: number }) => t.id)).toEqual([b.id]);
+    const byClient = await call('GET', `/token/?filter=${q({ client: 'versions-client' })}`);
+    expect(byClient.body.data.map((t: { id: number }) => t.id)).toEqual([a.id, b.id]);
+  });
+
+  test('leaves deleted tokens out', async () => {
+    const userID = await makeUser('Lister2');
+    const keep = await makeToken({ userID });
+    const gone = await makeToken({ userID });
+    expect((await call('DELETE', `/token/${gone.id}`)).status).toBe(204);
+    const list = await call('GET', `/token/?filter=${q({ userID })}`);
+    expect(list.body).toEqual({ total: 1, page: 1, pageSize: 20, data: [keep] });
+  });
+
+  test('bad list parameters are a 400', async () => {
+    expect((await call('GET', `/token/?filter=${q({ password: 'x' })}`)).status).toBe(400);
+    expect((await call('GET', '/token/?orderBy=rememberToken')).status).toBe(400);
+    expect((await call('GET', '/token/?pageSize=1001')).status).toBe(400);
+    expect((await call('GET', '/token/?page=0')).status).toBe(400);
+  });
+});
+
+describe('apply token id, then PUT', () => {
+  test('reserves an id; PUT creates it (201 + Location), a repeated PUT updates it (200)', async () => {
+    const applied = await call('POST', '/apply/token/id/');
+    expect(applied.status).toBe(201);
+    expect(applied.body).toEqual({ id: expect.any(Number) });
+    const id = applied.body.id;
+    expect((await call('GET', `/token/${id}`)).status).toBe(404);
+    expect(await reservations()).toContainEqual({ id: String(id) });
+
+    const userID = await makeUser();
+    const body = { userID, accessToken: newAccessToken(), scope: 'openid' };
+    const first = await call('PUT', `/token/${id}`, { body, headers: { 'X-Client': 'retrying-client' } });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('location')).toBe(`/token/${id}`);
+    expect(first.body).toMatchObject({ id, ...body, client: 'retrying-client', version: '1', refreshToken: '', expireAt: null });
+    expect(await reservations()).not.toContainEqual({ id: String(id) });
+
+    // The same PUT again (a client retrying): an ordinary update that changes nothing.
+    const again = await call('PUT', `/token/${id}`, { body, headers: { 'X-Client': 'retrying-client' } });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+
+    const changed = await call('PUT', `/token/${id}`, { body: { ...body, scope: 'openid profile' } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ id, scope: 'openid profile', version: '2', client: 'retrying-client' });
+    expect(await svc.sql('select count(*)::int as n from tokens where id = ?', [id])).toEqual([{ n: 1 }]);
+  });
+
+  test('the body of apply is optional and ignored; ids are never handed out twice', async () => {
+    const a = await call('POST', '/apply/token/id/', { body: { anything: [1, 2] } });
+    const created = await makeToken();
+    const b = await call('POST', '/apply/token/id', { body: [1] });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(created.id).toBeGreaterThan(a.body.id);
+    expect(b.body.id).toBeGreaterThan(created.id);
+  });
+
+  test('a PUT that fails on a reserved id keeps the reservation; a later PUT still creates', async () => {
+    const { id } = (await call('POST', '/apply/token/id/')).body;
+    await failsUnchanged('PUT', `/token/${id}`, { body: { accessToken: newAccessToken() } }, 400);
+    await failsUnchanged('PUT', `/token/${id}`, { body: { userID: 876543210, accessToken: newAccessToken() } }, 400);
+    expect(await reservations()).toContainEqual({ id: String(id) });
+    const userID = await makeUser();
+    const res = await call('PUT', `/token/${id}`, { body: { userID, accessToken: newAccessToken() } });
+    expect(res.status).toBe(201);
+  });
+
+  test('PUT on an id that was never handed out is a 404 and creates nothing', async () => {
+    const userID = await makeUser();
+    const res = await failsUnchanged('PUT', '/token/900000000', { body: { userID, accessToken: newAccessToken() } }, 404);
+    expect(res.body.error).toBe('NOT_FOUND');
+    expect(await svc.sql('select id from tokens where id = 900000000')).toEqual([]);
+  });
+
+  test('apply needs token:write', async () => {
+    const reader = await callerWith('token:read');
+    const before = await reservations();
+    const res = await call('POST', '/apply/token/id/', { token: reader.token });
+    expect(res.status).toBe(403);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="token:write"');
+    expect(await reservations()).toEqual(before);
+  });
+});
+
+describe('PUT /token/{id}', () => {
+  test('replaces every writable field (absent → default), keeps id, client and createdAt, bumps version', async () => {
+    const created = await makeToken(
+      { refreshToken: 'r', scope: 'openid', code: 'c', codeChallenge: 'cc', tokenType: 'Bearer', expireAt: '2031-01-01T00:00:00Z' },
+      { headers: { 'X-Client': 'creator' } },
+    );
+    const otherUser = await makeUser();
+    const accessToken = newAccessToken();
+    const res = await call('PUT', `/token/${created.id}`, {
+      body: { userID: otherUser, accessToken, client: 'forged', version: '42', id: 1 },
+      headers: { 'X-Client': 'updater' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: created.id,
+      userID: otherUser,
+      accessToken,
+      refreshToken: '',
+      scope: '',
+      code: '',
+      codeChallenge: null,
+      tokenType: '',
+      expireAt: null,
+      client: 'creator',
+      version: '2',
+      createdAt: created.createdAt,
+      updatedAt: expect.stringMatching(ISO_UTC_MS),
+    });
+    const [row] = await svc.sql('select user_id, refresh_token, code_challenge, expire_at, version, client from tokens where id = ?', [
+      created.id,
+    ]);
+    expect(row).toEqual({ user_id: String(otherUser), refresh_token: '', code_challenge: null, expire_at: null, version: 2, client: 'creator' });
+    expect((await call('GET', `/token/${created.id}`)).body).toEqual(res.body);
+  });
+
+  test('a PUT that changes nothing leaves version and updatedAt as they are', async () => {
+    const created = await makeToken({ scope: 'openid', expireAt: '2031-01-01T01:00:00+01:00' });
+    const body = { userID: created.userID, accessToken: created.accessToken, scope: 'openid', expireAt: '2031-01-01T00:00:00.000Z' };
+    const res = await call('PUT', `/token/${created.id}`, { body });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
+    const [row] = await svc.sql('select version from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ version: 1 });
+  });
+
+  test('invalid, unknown-user and duplicate bodies fail and change nothing', async () => {
+    const created = await makeToken();
+    const other = await makeToken();
+    const path = `/token/${created.id}`;
+    const missing = await failsUnchanged('PUT', path, { body: { userID: created.userID } }, 400);
+    expect(missing.body.details).toEqual([{ field: 'accessToken', message: 'is required' }]);
+    const wrongType = await failsUnchanged('PUT', path, { body: { userID: created.userID, accessToken: 'x', expireAt: 'yesterday' } }, 400);
+    expect(wrongType.body.details).toEqual([{ field: 'expireAt', message: expect.stringContaining('ISO 8601') }]);
+    const unknownUser = await failsUnchanged('PUT', path, { body: { userID: 876543210, accessToken: 'x' } }, 400);
+    expect(unknownUser.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
+    const dup = await failsUnchanged('PUT', path, { body: { userID: created.userID, accessToken: other.accessToken } }, 409);
+    expect(dup.body.error).toBe('CONFLICT');
+    expect((await call('GET', path)).body).toEqual(created);
+  });
+});
+
+describe('PATCH /token/{id}', () => {
+  test('without Attrs changes the fields present in the body and bumps version', async () => {
+    const created = await makeToken({ scope: 'openid', tokenType: 'Bearer', refreshToken: 'r1' });
+    const res = await call('PATCH', `/token/${created.id}`, {
+      body: { scope: 'openid profile', codeChallenge: 'cc', client: 'forged', version: '9', password: 'p' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      ...created,
+      scope: 'openid profile',
+      codeChallenge: 'cc',
+      version: '2',
+      updatedAt: expect.stringMatching(ISO_UTC_MS),
+    });
+    const again = await call('PATCH', `/token/${created.id}`, { body: { expireAt: '2032-02-02T02:02:02+02:00' } });
+    expect(again.body).toMatchObject({ expireAt: '2032-02-02T00:02:02.000Z', version: '3', scope: 'openid profile', refreshToken: 'r1' });
+    const [row] = await svc.sql('select version, scope, client from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ version: 3, scope: 'openid profile', client: created.client });
+  });
+
+  test('a PATCH that changes nothing leaves version as it is', async () => {
+    const created = await makeToken({ scope: 'openid' });
+    const same = await call('PATCH', `/token/${created.id}`, { body: { scope: 'openid' } });
+    expect(same.status).toBe(200);
+    expect(same.body).toEqual(created);
+    const empty = await call('PATCH', `/token/${created.id}`, { body: {} });
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual(created);
+    const [row] = await svc.sql('select version from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ version: 1 });
+  });
+
+  test('with Attrs changes only the named fields (header name in any case)', async () => {
+    const created = await makeToken({ scope: 'openid', tokenType: 'Bearer', code: 'c1' });
+    const res = await call('PATCH', `/token/${created.id}`, {
+      body: { tokenType: 'MAC', scope: 'ignored', code: 'ignored', codeChallenge: null },
+      headers: { aTTrs: 'tokenType, codeChallenge' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ scope: 'openid', code: 'c1', tokenType: 'MAC', codeChallenge: null, version: '2' });
+    const [row] = await svc.sql('select scope, code, token_type from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ scope: 'openid', code: 'c1', token_type: 'MAC' });
+  });
+
+  test('Attrs naming a field the body lacks, or an unknown or non-writable name, is a 400 and changes nothing', async () => {
+    const created = await makeToken({ scope: 'openid' });
+    const path = `/token/${created.id}`;
+    const absent = await failsUnchanged('PATCH', path, { body: { scope: 'x' }, headers: { Attrs: 'scope,code' } }, 400);
+    expect(absent.body.details).toEqual([{ field: 'code', message: expect.any(String) }]);
+    for (const name of ['nonsense', 'client', 'version', 'id', 'password', 'rememberToken', 'createdAt']) {
+      const res = await failsUnchanged('PATCH', path, { body: { scope: 'x', [name]: 'y' }, headers: { Attrs: `scope,${name}` } }, 400);
+      expect(res.body.error).toBe('BAD_REQUEST');
+      expect(res.body.details).toEqual([{ field: 'Attrs', message: expect.stringContaining(name) }]);
+    }
+  });
+
+  test('invalid values, unknown users and duplicates fail and change nothing', async () => {
+    const created = await makeToken();
+    const other = await makeToken();
+    const path = `/token/${created.id}`;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ expireAt: '2026-11-21' }, 'expireAt'],
+      [{ expireAt: '2026-02-30T00:00:00Z' }, 'expireAt'],
+      [{ expireAt: 'yesterday' }, 'expireAt'],
+      [{ accessToken: 'x'.repeat(1025) }, 'accessToken'],
+      [{ scope: 's'.repeat(256) }, 'scope'],
+      [{ userID: 'one' }, 'userID'],
+      [{ accessToken: null }, 'accessToken'],
+      [{ scope: 7 }, 'scope'],
+      [{ userID: 876543210 }, 'userID'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await failsUnchanged('PATCH', path, { body }, 400);
+      expect(res.body.details).toEqual([{ field, message: expect.any(String) }]);
+    }
+    const deletedUser = await makeUser('Gone');
+    await call('DELETE', `/user/${deletedUser}`);
+    const toDeleted = await failsUnchanged('PATCH', path, { body: { userID: deletedUser } }, 400);
+    expect(toDeleted.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
+    const dup = await failsUnchanged('PATCH', path, { body: { accessToken: other.accessToken } }, 409);
+    expect(dup.body.error).toBe('CONFLICT');
+    await failsUnchanged('PATCH', '/token/987654321', { body: { scope: 'x' } }, 404);
+  });
+});
+
+describe('DELETE /token/{id}', () => {
+  test('soft-deletes: 204, gone from reads, row kept with deleted_at, second delete 404', async () => {
+    const created = await makeToken();
+    const res = await call('DELETE', `/token/${created.id}`);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    const [row] = await svc.sql<{ deleted: boolean; access_token: string }>(
+      'select deleted_at is not null as deleted, access_token from tokens where id = ?',
+      [created.id],
+    );
+    expect(row).toEqual({ deleted: true, access_token: created.accessToken });
+    expect((await call('GET', `/token/${created.id}`)).status).toBe(404);
+    await failsUnchanged('DELETE', `/token/${created.id}`, {}, 404);
+    await failsUnchanged('PUT', `/token/${created.id}`, { body: { userID: created.userID, accessToken: newAccessToken() } }, 404);
+    await failsUnchanged('PATCH', `/token/${created.id}`, { body: { scope: 'x' } }, 404);
+    await failsUnchanged('DELETE', '/token/987654321', {}, 404);
+  });
+
+  test('a deleted token stops authenticating on the very next request', async () => {
+    const caller = await callerWith('token:read');
+    expect((await call('GET', `/token/${caller.id}`, { token: caller.token })).status).toBe(200);
+    expect((await call('DELETE', `/token/${caller.id}`)).status).toBe(204);
+    const res = await call('GET', `/token/${caller.id}`, { token: caller.token });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ code: 401, error: 'UNAUTHORIZED' });
+    expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+  });
+
+  test('a token can delete itself, and is refused on the next request', async () => {
+    const caller = await callerWith('token:write');
+    expect((await call('DELETE', `/token/${caller.id}`, { token: caller.token })).status).toBe(204);
+    expect((await call('POST', '/apply/token/id/', { token: caller.token })).status).toBe(401);
+  });
+});
+
+describe('expiry', () => {
+  test('a token whose expireAt is past is a 401 invalid_token', async () => {
+    const expired = await svc.tokenWith('*', { expireAt: '2020-01-01T00:00:00Z' });
+    secrets.push(expired);
+    const res = await call('GET', '/token/', { token: expired });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect(res.body).toMatchObject({ code: 401, error: 'UNAUTHORIZED', requestId: expect.any(String) });
+    const valid = await svc.tokenWith('token:read', { expireAt: '2999-01-01T00:00:00+05:00' });
+    secrets.push(valid);
+    expect((await call('GET', '/token/', { token: valid })).status).toBe(200);
+  });
+
+  test('setting expireAt in the past takes effect on the next request', async () => {
+    const caller = await callerWith('token:read');
+    expect((await call('GET', '/token/', { token: caller.token })).status).toBe(200);
+    const patched = await call('PATCH', `/token/${caller.id}`, { body: { expireAt: '2000-01-01T00:00:00+00:00' } });
+    expect(patched.body.expireAt).toBe('2000-01-01T00:00:00.000Z');
+    const res = await call('GET', '/token/', { token: caller.token });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+  });
+});
+
+describe('permissions', () => {
+  test('reads need token:read, writes token:write (403 insufficient_scope, nothing changed)', async () => {
+    const target = await makeToken();
+    const userReader = await callerWith('user:read user:write');
+    const reader = await callerWith('token:read');
+    for (const path of ['/token/', `/token/${target.id}`]) {
+      const res = await call('GET', path, { token: userReader.token });
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({ code: 403, error: 'FORBIDDEN' });
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="token:read"');
+    }
+    const body = { userID: target.userID, accessToken: newAccessToken() };
+    const writes: [string, string, RequestOptions][] = [
+      ['POST', '/token/', { body }],
+      ['PUT', `/token/${target.id}`, { body }],
+      ['PATCH', `/token/${target.id}`, { body: { scope: 'x' } }],
+      ['DELETE', `/token/${target.id}`, {}],
+    ];
+    for (const [method, path, options] of writes) {
+      const res = await failsUnchanged(method, path, { ...options, token: reader.token }, 403);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="token:write"');
+    }
+  });
+
+  test('no token is a 401 with a plain Bearer challenge', async () => {
+    const res = await failsUnchanged('POST', '/token/', { token: null, body: { userID: 1, accessToken: 'x' } }, 401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    const unknown = await failsUnchanged('GET', '/token/', { token: 'no-such-token' }, 401);
+    expect(unknown.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+  });
+
+  describe('a caller cannot grant scopes it does not hold', () => {
+    test.each(['token:read', 'token:write', 'token:read token:write', 'openid profile', 'openid token:read email', ''])(
+      '"token:write token:read" may create a token with scope %j',
+      async (scope) => {
+        const caller = await callerWith('token:write token:read');
+        const res = await call('POST', '/token/', { token: caller.token, body: { userID: caller.userID, accessToken: newAccessToken(), scope } });
+        expect(res.status).toBe(201);
+        expect(res.body.scope).toBe(scope);
+      },
+    );
+
+    test.each(['*', 'user:write', 'user:read', 'token:*', 'openid user:read', 'token:read application:write', 'role:*'])(
+      '"token:write token:read" may not create a token with scope %j (403, nothing stored)',
+      async (scope) => {
+        const caller = await callerWith('token:write token:read');
+        const res = await failsUnchanged(
+          'POST',
+          '/token/',
+          { token: caller.token, body: { userID: caller.userID, accessToken: newAccessToken(), scope } },
+          403,
+        );
+        expect(res.body.error).toBe('FORBIDDEN');
+      },
+    );
+
+    test('nor raise a scope with PUT or PATCH, nor create one on a reserved id', async () => {
+      const caller = await callerWith('token:write token:read');
+      const target = await makeToken({ userID: caller.userID, scope: 'token:read' });
+      const path = `/token/${target.id}`;
+      await failsUnchanged('PATCH', path, { token: caller.token, body: { scope: 'token:read user:read' } }, 403);
+      await failsUnchanged('PATCH', path, { token: caller.token, body: { scope: '*' }, headers: { Attrs: 'scope' } }, 403);
+      await failsUnchanged('PUT', path, { token: caller.token, body: { userID: caller.userID, accessToken: target.accessToken, scope: 'user:write' } }, 403);
+      // Its own token, too: token:write is no way to raise one's own rights.
+      await failsUnchanged('PATCH', `/token/${caller.id}`, { token: caller.token, body: { scope: '*' } }, 403);
+      const { id } = (await call('POST', '/apply/token/id/', { token: caller.token })).body;
+      await failsUnchanged('PUT', `/token/${id}`, { token: caller.token, body: { userID: caller.userID, accessToken: newAccessToken(), scope: '*' } }, 403);
+      expect(await reservations()).toContainEqual({ id: String(id) });
+
+      const lowered = await call('PATCH', path, { token: caller.token, body: { scope: 'openid token:read' } });
+      expect(lowered.status).toBe(200);
+      expect(lowered.body.scope).toBe('openid token:read');
+    });
+
+    test('wildcards: "token:*" may grant token:* and token:read but not user:read; "*" may grant anything', async () => {
+      const wild = await callerWith('token:*');
+      for (const scope of ['token:*', 'token:read token:write']) {
+        const res = await call('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope } });
+        expect(res.status).toBe(201);
+      }
+      await failsUnchanged('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope: 'user:read' } }, 403);
+      await failsUnchanged('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope: '*' } }, 403);
+      const admin = await call('POST', '/token/', { body: { userID: wild.userID, accessToken: newAccessToken(), scope: '* user:write role:*' } });
+      expect(admin.status).toBe(201);
+    });
+  });
+});
+
+describe('secrets', () => {
+  test('no access token sent in these tests appears in a log line', () => {
+    expect(secrets.length).toBeGreaterThan(20);
+    const logs = svc.logLines.join('\n');
+    expect(logs.length).toBeGreaterThan(0);
+    for (const secret of secrets) expect(logs.includes(secret)).toBe(false);
+    expect(logs.includes(svc.adminToken)).toBe(false);
+  });
+});
+
+describe('tokens stronger than the caller', () => {
+  test('a token:write caller cannot change or revoke a token carrying scopes it does not hold', async () => {
+    const manager = await callerWith('token:read token:write');
+    const admin = await makeToken({ scope: '*' });
+    const wide = await makeToken({ scope: 'user:write' });
+    for (const target of [admin, wide]) {
+      await failsUnchanged('PATCH', `/token/${target.id}`, { token: manager.token, body: { accessToken: newAccessToken() } }, 403);
+      await failsUnchanged(
+        'PUT', `/token/${target.id}`,
+        { token: manager.token, body: { userID: target.userID, accessToken: newAccessToken(), scope: 'token:read' } }, 403,
+      );
+      await failsUnchanged('DELETE', `/token/${target.id}`, { token: manager.token }, 403);
+    }
+    // The stronger token still works as before.
+    expect((await call('GET', '/user/', { token: admin.accessToken })).status).toBe(200);
+  });
+
+  test('a token:write caller can still manage tokens within its own rights', async () => {
+    const manager = await callerWith('token:read token:write');
+    const narrow = await makeToken({ scope: 'token:read openid' });
+    const patched = await call('PATCH', `/token/${narrow.id}`, { token: manager.token, body: { scope: 'token:write' } });
+    expect(patched.status).toBe(200);
+    expect((await call('DELETE', `/token/${narrow.id}`, { token: manager.token })).status).toBe(204);
+  });
+});
