@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { ReflectMetadataProvider } from '@mikro-orm/decorators/legacy';
 import { Migrator } from '@mikro-orm/migrations';
+import { DefaultLogger, type LogContext } from '@mikro-orm/core';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
 import { Application } from './src/applications/application.entity.js';
 import { migrations } from './src/db/migrations/index.js';
@@ -11,11 +12,14 @@ import { User } from './src/users/user.entity.js';
 
 export const entities = [User, Token, Application, Role, UserApplication, UserRole];
 
+/** Receives every SQL statement the ORM sends (statement counts in tests and the benchmark). */
+export type QueryListener = (sql: string) => void;
+
 /**
  * The ORM options for one PostgreSQL server: the external one from DATABASE_URL, or the embedded
  * PGlite reached through its socket server. Same driver and same migrations either way.
  */
-export function ormOptions(clientUrl: string, poolSize = 10): Options {
+export function ormOptions(clientUrl: string, poolSize = 10, onQuery?: QueryListener): Options {
   return defineConfig({
     clientUrl,
     entities,
@@ -28,6 +32,16 @@ export function ormOptions(clientUrl: string, poolSize = 10): Options {
     allowGlobalContext: false,
     debug: false,
     discovery: { checkDuplicateTableNames: true },
+    ...(onQuery
+      ? {
+          loggerFactory: (options) =>
+            new (class extends DefaultLogger {
+              override logQuery(context: LogContext) {
+                onQuery(context.query ?? '');
+              }
+            })(options),
+        }
+      : {}),
   });
 }
 

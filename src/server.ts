@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
+import type { QueryListener } from '../mikro-orm.config.js';
 import { openDatabase, type Database } from './db/database.js';
 import { createServices } from './services.js';
 import { createLogger, type Logger } from './shared/log.js';
@@ -21,8 +22,12 @@ export interface RunningService {
  * `stop()` is the graceful stop: no new connections, in-flight requests get `shutdownTimeoutMs`
  * to finish, then the pool (and the embedded database) close.
  */
-export async function startService(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningService> {
-  const db = await openDatabase(config);
+export async function startService(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+  options: { onQuery?: QueryListener } = {},
+): Promise<RunningService> {
+  const db = await openDatabase(config, { onQuery: options.onQuery });
   let server: Server | undefined;
   try {
     const ran = await db.migrate();

@@ -206,3 +206,20 @@ describe('DELETE /user/{id}', () => {
     expect(res.status).toBe(401);
   });
 });
+
+describe('hot path', () => {
+  test('authenticating a request is one query, on the unique index of live tokens', async () => {
+    const created = await svc.request('POST', '/user/', { body: ada });
+    svc.queries.length = 0;
+    const res = await svc.request('GET', `/user/${created.body.id}`);
+    expect(res.status).toBe(200);
+    // One statement authenticates, one reads the user.
+    expect(svc.queries).toHaveLength(2);
+    expect(svc.queries[0]).toMatch(/access_token_hash/);
+    const plan = await svc.sql<{ 'QUERY PLAN': string }>(
+      `explain select t.id from tokens t join users u on u.id = t.user_id
+       where t.access_token_hash = utf8_sha256('x') and t.deleted_at is null and u.deleted_at is null`,
+    );
+    expect(JSON.stringify(plan)).toMatch(/tokens_access_token_hash_live_uq/);
+  });
+});

@@ -1,5 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
-import { ormOptions } from '../../mikro-orm.config.js';
+import { ormOptions, type QueryListener } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
 
@@ -20,7 +20,7 @@ export interface Database {
  */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'>,
-  options: { shareEmbedded?: boolean } = {},
+  options: { shareEmbedded?: boolean; onQuery?: QueryListener } = {},
 ): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
@@ -30,7 +30,7 @@ export async function openDatabase(
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, config.poolSize));
+    orm = await MikroORM.init(ormOptions(url, config.poolSize, options.onQuery));
   } catch (err) {
     await embedded?.stop();
     throw err;

@@ -20,6 +20,8 @@ export interface TestService {
   config: Config;
   /** Log lines the service wrote (the test logger keeps them to check what is never logged). */
   logLines: string[];
+  /** Every SQL statement the service sent, in order (clear it to count a request's statements). */
+  queries: string[];
   request(method: string, path: string, options?: RequestOptions): Promise<Reply>;
   /** Runs SQL against the service's database, to check what a request did or did not change. */
   sql<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
@@ -79,7 +81,10 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     ...env,
   });
   const logLines: string[] = [];
-  const running = await startService(config, createLogger(config.logLevel, (line) => logLines.push(line)));
+  const queries: string[] = [];
+  const running = await startService(config, createLogger(config.logLevel, (line) => logLines.push(line)), {
+    onQuery: (sql) => queries.push(sql),
+  });
   const base = running.url + config.basePath;
 
   const service: TestService = {
@@ -88,6 +93,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     running,
     config,
     logLines,
+    queries,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { Accept: 'application/json', ...options.headers };
       const token = options.token === undefined ? adminToken : options.token;
