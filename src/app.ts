@@ -1,4 +1,4 @@
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
 import { applicationRoutes } from './applications/application.routes.js';
 import type { Config } from './config.js';
@@ -19,10 +19,11 @@ export interface AppDeps {
   db: Database;
   services: Services;
   log: Logger;
+  graphql: Middleware<AppState>;
 }
 
-/** The Koa application: cross-cutting middleware, health probes, then the REST API. */
-export function createApp({ config, db, services, log }: AppDeps): Koa<AppState> {
+/** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
+export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.use(requestId);
   app.use(accessLog(log));
@@ -39,6 +40,13 @@ export function createApp({ config, db, services, log }: AppDeps): Koa<AppState>
   });
   app.use(health.routes());
   app.use(health.allowedMethods());
+
+  // GraphQL authenticates inside (introspection needs no token) and reads its own JSON body.
+  const graphQL = new Router<AppState>();
+  graphQL.get('/graphql', graphql);
+  graphQL.post('/graphql', jsonBody, graphql);
+  app.use(graphQL.routes());
+  app.use(graphQL.allowedMethods());
 
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.

@@ -13,6 +13,8 @@ export interface Config {
   poolSize: number;
   bootstrapToken: string | undefined;
   production: boolean;
+  /** Introspection and Apollo Sandbox on GET /graphql: on outside production, else GRAPHQL_INTROSPECTION=true. */
+  graphqlIntrospection: boolean;
   logLevel: LogLevel;
   /** How long a graceful stop waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number;
@@ -32,6 +34,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
 function basePath(raw: string | undefined): string {
@@ -61,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
     bootstrapToken,
     production: env.NODE_ENV === 'production',
+    graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
   };

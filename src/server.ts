@@ -5,6 +5,7 @@ import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import type { QueryListener } from '../mikro-orm.config.js';
 import { openDatabase, type Database } from './db/database.js';
+import { createGraphQL } from './graphql/server.js';
 import { createServices } from './services.js';
 import { createLogger, type Logger } from './shared/log.js';
 
@@ -34,7 +35,8 @@ export async function startService(
     if (ran.length) log.info('migrations applied', { migrations: ran });
     const services = createServices(db.orm);
     const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
-    const app = createApp({ config, db, services, log });
+    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection });
+    const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     server = createServer(); // Koa 3: attach the callback once every middleware is in place
     server.on('request', app.callback());
     server.keepAliveTimeout = 5_000;
@@ -60,6 +62,7 @@ export async function startService(
           const timer = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
           await Promise.race([closed, timer]);
           listening.closeAllConnections();
+          await graphql.stop();
           await db.close();
           log.info('stopped');
         })()),

@@ -1,4 +1,5 @@
 import type { Page } from '../list/list.js';
+import { presentPage } from '../shared/present.js';
 import type { AppContext } from './context.js';
 
 /** The four list inputs of a REST list call (strings, or arrays when a parameter is repeated). */
@@ -10,7 +11,7 @@ export const listQuery = (ctx: AppContext) => ({
 });
 
 export function sendPage<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown): void {
-  ctx.body = { total: page.total, page: page.page, pageSize: page.pageSize, data: page.data.map(present) };
+  ctx.body = presentPage(page, present);
 }
 
 /** 201 with the new record and its Location. */

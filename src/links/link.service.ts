@@ -2,7 +2,7 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
-import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { compileList, pagesByParent, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { Role } from '../roles/role.entity.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
@@ -22,6 +22,8 @@ function throughLink(relation: string): Record<string, ListFields[string]> {
 export const USER_APPLICATION_LIST_FIELDS: ListFields = {
   ...throughLink('application'),
   right: { path: ['right'], kind: 'int32' },
+  // GraphQL's ApplicationLink names the application's id this way.
+  applicationID: { path: ['application', 'id'], kind: 'id' },
 };
 export const USER_ROLE_LIST_FIELDS: ListFields = throughLink('role');
 
@@ -123,13 +125,24 @@ async function listLinks<L extends object>(
   return { total, page: q.page, pageSize: q.pageSize, data };
 }
 
+/** The same list for many users in one statement (GraphQL's nested User.applications / User.roles). */
+async function listLinksForUsers<L extends { user: number }>(
+  orm: MikroORM, entity: new () => L, relation: string, fields: ListFields, caller: Caller, userIds: readonly number[], input: ListInput,
+): Promise<Map<number, Page<L>>> {
+  requirePermission(caller, 'user:read');
+  const q = compileList(input, fields);
+  const where = { $and: [{ user: { $in: [...userIds] }, deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
+  const rows = await orm.em.fork().find(entity, where, { populate: [relation] as never, orderBy: q.orderBy as never });
+  return pagesByParent(rows, (row) => row.user, userIds, q);
+}
+
 export function linkService(orm: MikroORM) {
   async function findApplicationLink(em: EntityManager, userId: number, applicationId: number, lock: boolean) {
     await requireLiveUser(em, userId);
     const found = await em.findOne(
       UserApplication,
       { user: userId, application: { id: applicationId, deletedAt: null }, deletedAt: null },
-      lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+      { populate: ['application'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
     );
     if (!found) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
     return found;
@@ -138,11 +151,15 @@ export function linkService(orm: MikroORM) {
   return {
     listApplications: (caller: Caller, userId: unknown, input: ListInput) =>
       listLinks(orm, UserApplication, 'application', USER_APPLICATION_LIST_FIELDS, caller, userId, input),
+    listApplicationsForUsers: (caller: Caller, userIds: readonly number[], input: ListInput) =>
+      listLinksForUsers(orm, UserApplication, 'application', USER_APPLICATION_LIST_FIELDS, caller, userIds, input),
     linkApplications: (caller: Caller, userId: unknown, body: unknown) => link(orm, APPLICATION_LINK, caller, userId, body),
     unlinkApplications: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, APPLICATION_LINK, caller, userId, body),
 
     listRoles: (caller: Caller, userId: unknown, input: ListInput) =>
       listLinks(orm, UserRole, 'role', USER_ROLE_LIST_FIELDS, caller, userId, input),
+    listRolesForUsers: (caller: Caller, userIds: readonly number[], input: ListInput) =>
+      listLinksForUsers(orm, UserRole, 'role', USER_ROLE_LIST_FIELDS, caller, userIds, input),
     linkRoles: (caller: Caller, userId: unknown, body: unknown) => link(orm, ROLE_LINK, caller, userId, body),
     unlinkRoles: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, ROLE_LINK, caller, userId, body),
 

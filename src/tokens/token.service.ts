@@ -1,6 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { can, parseScopes, type Caller, type Permission } from '../auth/caller.js';
-import type { ListFields } from '../list/list.js';
+import type { FilterQuery } from '@mikro-orm/core';
+import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
+import { compileList, pagesByParent, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
@@ -66,7 +67,7 @@ async function checkToken(em: EntityManager, values: Record<string, unknown>, ca
 }
 
 export function tokenService(orm: MikroORM) {
-  return crudService(orm, {
+  const crud = crudService(orm, {
     resource: 'token',
     label: 'token',
     entity: Token,
@@ -89,6 +90,23 @@ export function tokenService(orm: MikroORM) {
         { field: 'accessToken', message: 'is already in use' },
       ]),
   });
+  return {
+    ...crud,
+    /** The calling token itself (GraphQL `viewer`): any valid token may read its own record. */
+    async viewer(caller: Caller): Promise<Token> {
+      const token = await orm.em.fork().findOne(Token, { id: caller.tokenId, deletedAt: null });
+      if (!token) throw AppError.notFound('the calling token no longer exists');
+      return token;
+    },
+    /** The tokens of many users, one page each, in one statement (GraphQL's User.tokens). */
+    async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput): Promise<Map<number, Page<Token>>> {
+      requirePermission(caller, 'token:read');
+      const q = compileList(input, TOKEN_LIST_FIELDS);
+      const where = { $and: [{ user: { $in: [...userIds] }, deletedAt: null }, q.where] } as FilterQuery<Token>;
+      const rows = await orm.em.fork().find(Token, where, { orderBy: q.orderBy as never });
+      return pagesByParent(rows, (token) => token.user, userIds, q);
+    },
+  };
 }
 
 export type TokenService = ReturnType<typeof tokenService>;

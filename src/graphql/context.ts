@@ -1,0 +1,64 @@
+import DataLoader from 'dataloader';
+import type { Caller } from '../auth/caller.js';
+import type { ListInput, Page } from '../list/list.js';
+import type { Services } from '../services.js';
+import { AppError } from '../shared/errors.js';
+import type { User } from '../users/user.entity.js';
+
+/**
+ * What every resolver gets: the caller (null only while an introspection query runs without a
+ * token), the shared services, and this request's DataLoaders.
+ */
+export interface GraphQLContext {
+  caller: Caller | null;
+  /** Why there is no caller: the 401 that any non-introspection operation answers. */
+  authError: AppError | null;
+  services: Services;
+  loaders: Loaders;
+}
+
+export function callerOf(ctx: GraphQLContext): Caller {
+  if (!ctx.caller) throw ctx.authError ?? AppError.unauthorized('an access token is required', 'Bearer');
+  return ctx.caller;
+}
+
+/**
+ * Per-request batching of nested fields: every `Token.user` of a response is one statement, and
+ * every `User.tokens(…)` (likewise applications, roles) with the same arguments is one statement,
+ * however many parents the page has.
+ */
+export class Loaders {
+  private readonly pages = new Map<string, DataLoader<number, Page<unknown>>>();
+  readonly userById: DataLoader<number, User | null>;
+
+  constructor(private readonly services: Services, private readonly caller: Caller | null) {
+    this.userById = new DataLoader(async (ids) => {
+      const users = await services.users.findMany(this.requireCaller(), ids);
+      const byId = new Map(users.map((u) => [u.id, u]));
+      return ids.map((id) => byId.get(id) ?? null);
+    });
+  }
+
+  private requireCaller(): Caller {
+    if (!this.caller) throw AppError.unauthorized('an access token is required', 'Bearer');
+    return this.caller;
+  }
+
+  /** A per-parent page loader for one nested field and one set of list arguments. */
+  page<T>(
+    field: 'applications' | 'roles' | 'tokens',
+    input: ListInput,
+    batch: (caller: Caller, parentIds: readonly number[], input: ListInput) => Promise<Map<number, Page<T>>>,
+  ): DataLoader<number, Page<T>> {
+    const key = `${field}:${JSON.stringify(input)}`;
+    let loader = this.pages.get(key);
+    if (!loader) {
+      loader = new DataLoader<number, Page<unknown>>(async (ids) => {
+        const pages = await batch(this.requireCaller(), ids, input);
+        return ids.map((id) => pages.get(id)!);
+      });
+      this.pages.set(key, loader);
+    }
+    return loader as DataLoader<number, Page<T>>;
+  }
+}

@@ -1,0 +1,91 @@
+import { DateTimeResolver, SafeIntResolver } from 'graphql-scalars';
+import { Field, ID, InputType, Int, registerEnumType } from 'type-graphql';
+import type { ListInput, OrderKey } from '../list/list.js';
+import { AppError } from '../shared/errors.js';
+
+/**
+ * Typed list arguments. Each filter input has the shape of the REST filter language of SPEC §5
+ * (`{status: {in: [1, 2]}, and: [...]}`), so it goes through the same compiler with the same limits.
+ */
+@InputType({ description: 'Conditions on an ID field; all given operators must hold.' })
+export class IDFilter {
+  @Field(() => ID, { nullable: true }) eq?: string;
+  @Field(() => ID, { nullable: true }) ne?: string;
+  @Field(() => ID, { nullable: true }) gt?: string;
+  @Field(() => ID, { nullable: true }) gte?: string;
+  @Field(() => ID, { nullable: true }) lt?: string;
+  @Field(() => ID, { nullable: true }) lte?: string;
+  @Field(() => [ID], { nullable: true }) in?: string[];
+  @Field(() => [ID], { nullable: true }) nin?: string[];
+}
+
+@InputType({ description: 'Conditions on a 32-bit integer field.' })
+export class IntFilter {
+  @Field(() => Int, { nullable: true }) eq?: number;
+  @Field(() => Int, { nullable: true }) ne?: number;
+  @Field(() => Int, { nullable: true }) gt?: number;
+  @Field(() => Int, { nullable: true }) gte?: number;
+  @Field(() => Int, { nullable: true }) lt?: number;
+  @Field(() => Int, { nullable: true }) lte?: number;
+  @Field(() => [Int], { nullable: true }) in?: number[];
+  @Field(() => [Int], { nullable: true }) nin?: number[];
+}
+
+@InputType({ description: 'Conditions on a safe-integer field.' })
+export class SafeIntFilter {
+  @Field(() => SafeIntResolver, { nullable: true }) eq?: number;
+  @Field(() => SafeIntResolver, { nullable: true }) ne?: number;
+  @Field(() => SafeIntResolver, { nullable: true }) gt?: number;
+  @Field(() => SafeIntResolver, { nullable: true }) gte?: number;
+  @Field(() => SafeIntResolver, { nullable: true }) lt?: number;
+  @Field(() => SafeIntResolver, { nullable: true }) lte?: number;
+  @Field(() => [SafeIntResolver], { nullable: true }) in?: number[];
+  @Field(() => [SafeIntResolver], { nullable: true }) nin?: number[];
+}
+
+@InputType({ description: 'Conditions on a text field; like/ilike take SQL patterns with % and _.' })
+export class StringFilter {
+  @Field({ nullable: true }) eq?: string;
+  @Field({ nullable: true }) ne?: string;
+  @Field({ nullable: true }) gt?: string;
+  @Field({ nullable: true }) gte?: string;
+  @Field({ nullable: true }) lt?: string;
+  @Field({ nullable: true }) lte?: string;
+  @Field(() => [String], { nullable: true }) in?: string[];
+  @Field(() => [String], { nullable: true }) nin?: string[];
+  @Field({ nullable: true }) like?: string;
+  @Field({ nullable: true }) ilike?: string;
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
+}
+
+@InputType({ description: 'Conditions on a date-time field.' })
+export class DateTimeFilter {
+  @Field(() => DateTimeResolver, { nullable: true }) eq?: Date;
+  @Field(() => DateTimeResolver, { nullable: true }) ne?: Date;
+  @Field(() => DateTimeResolver, { nullable: true }) gt?: Date;
+  @Field(() => DateTimeResolver, { nullable: true }) gte?: Date;
+  @Field(() => DateTimeResolver, { nullable: true }) lt?: Date;
+  @Field(() => DateTimeResolver, { nullable: true }) lte?: Date;
+  @Field({ nullable: true }) isNull?: boolean;
+}
+
+export enum SortDirection {
+  ASC = 'asc',
+  DESC = 'desc',
+}
+registerEnumType(SortDirection, { name: 'SortDirection' });
+
+/** `[{lastName: DESC}, {id: ASC}]`: each item names exactly one field. */
+export function orderKeys(items: readonly object[] | undefined | null): OrderKey[] | undefined {
+  if (!items) return undefined;
+  return items.map((item, i) => {
+    const given = Object.entries(item).filter(([, v]) => v !== undefined && v !== null);
+    if (given.length !== 1) throw AppError.invalid([{ field: `orderBy[${i}]`, message: 'must name exactly one field' }]);
+    return { field: given[0][0], direction: given[0][1] as SortDirection };
+  });
+}
+
+/** The list arguments of a GraphQL field as the list module takes them. */
+export function listInput(args: { filter?: object | null; orderBy?: readonly object[] | null; page?: number | null; pageSize?: number | null }): ListInput {
+  return { filter: args.filter ?? undefined, orderBy: orderKeys(args.orderBy), page: args.page ?? undefined, pageSize: args.pageSize ?? undefined };
+}

@@ -1,0 +1,30 @@
+import { ArgsType, Field, Int, ObjectType, type ClassType } from 'type-graphql';
+
+/** `{total page pageSize data}` for one record type (UserPage, TokenPage, …). */
+export function PageType<T extends object>(item: ClassType<T>) {
+  @ObjectType() // abstract: only the concrete subclasses (UserPage, …) reach the schema
+  abstract class Page {
+    @Field(() => Int, { description: 'How many records match the filter, on all pages.' })
+    total!: number;
+
+    @Field(() => Int)
+    page!: number;
+
+    @Field(() => Int)
+    pageSize!: number;
+
+    @Field(() => [item])
+    data!: T[];
+  }
+  return Page;
+}
+
+/** page and pageSize of every list (defaults and limits: SPEC §5). */
+@ArgsType()
+export class PageArgs {
+  @Field(() => Int, { nullable: true, description: 'From 1; default 1.' })
+  page?: number;
+
+  @Field(() => Int, { nullable: true, description: 'From 1 to 1000; default 20.' })
+  pageSize?: number;
+}

@@ -1,0 +1,127 @@
+import { DateTimeResolver } from 'graphql-scalars';
+import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, FieldResolver, Root } from 'type-graphql';
+import { ApplicationType } from '../applications/application.graphql.js';
+import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { idValues } from '../graphql/ids.js';
+import { PageArgs, PageType } from '../graphql/page.js';
+import { RoleListArgs, RolePage } from '../roles/role.graphql.js';
+import { AppError } from '../shared/errors.js';
+import { presentNamed } from '../shared/named-record.js';
+import { presentPage } from '../shared/present.js';
+import { UserType } from '../users/user.graphql.js';
+import type { presentUser } from '../users/user.presenter.js';
+import type { UserApplication } from './link.entities.js';
+import { presentApplicationLink, presentLinkedRole } from './link.presenter.js';
+
+@ObjectType('ApplicationLink', { description: 'A user’s link to an application, with its right.' })
+export class ApplicationLinkType {
+  @Field(() => ID) applicationID!: number;
+  @Field(() => ID) userID!: number;
+  @Field(() => Int) right!: number;
+  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+  @Field(() => ApplicationType) application!: ReturnType<typeof presentNamed>;
+}
+
+@ObjectType()
+export class ApplicationLinkPage extends PageType(ApplicationLinkType) {}
+
+@InputType({ description: 'Conditions on a user’s application links: the application’s id and name, the link’s right.' })
+export class ApplicationLinkFilter {
+  @Field(() => IDFilter, { nullable: true }) applicationID?: IDFilter;
+  @Field(() => StringFilter, { nullable: true }) name?: StringFilter;
+  @Field(() => IntFilter, { nullable: true }) right?: IntFilter;
+  @Field(() => [ApplicationLinkFilter], { nullable: true }) and?: ApplicationLinkFilter[];
+  @Field(() => [ApplicationLinkFilter], { nullable: true }) or?: ApplicationLinkFilter[];
+  @Field(() => ApplicationLinkFilter, { nullable: true }) not?: ApplicationLinkFilter;
+}
+
+@InputType({ description: 'One sort key: set exactly one field.' })
+export class ApplicationLinkOrderBy {
+  @Field(() => SortDirection, { nullable: true }) applicationID?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) name?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) right?: SortDirection;
+}
+
+@ArgsType()
+class ApplicationLinkListArgs extends PageArgs {
+  @Field(() => ApplicationLinkFilter, { nullable: true }) filter?: ApplicationLinkFilter;
+  @Field(() => [ApplicationLinkOrderBy], { nullable: true }) orderBy?: ApplicationLinkOrderBy[];
+}
+
+const presentLink = (link: UserApplication) => ({ ...presentApplicationLink(link), application: presentNamed(link.application) });
+
+/** Links over GraphQL: the same link service functions as /user/{id}/application/ and /role/. */
+@Resolver(() => ApplicationLinkType)
+export class LinkResolver {
+  @Query(() => ApplicationLinkType, { nullable: true, description: 'null when the user is not linked to the application.' })
+  async userApplication(
+    @Arg('userID', () => ID) userID: string,
+    @Arg('applicationID', () => ID) applicationID: string,
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    try {
+      return presentLink(await ctx.services.links.getApplicationLink(callerOf(ctx), userID, applicationID));
+    } catch (err) {
+      if (err instanceof AppError && err.error === 'NOT_FOUND') return null;
+      throw err;
+    }
+  }
+
+  @Mutation(() => Int, { description: 'Links the applications; answers how many links were created.' })
+  async linkUserApplications(
+    @Arg('id', () => ID) id: string,
+    @Arg('applicationIDs', () => [ID]) applicationIDs: string[],
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    return ctx.services.links.linkApplications(callerOf(ctx), id, idValues(applicationIDs));
+  }
+
+  @Mutation(() => Int, { description: 'Unlinks the applications; answers how many links were removed.' })
+  async unlinkUserApplications(
+    @Arg('id', () => ID) id: string,
+    @Arg('applicationIDs', () => [ID]) applicationIDs: string[],
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    return ctx.services.links.unlinkApplications(callerOf(ctx), id, idValues(applicationIDs));
+  }
+
+  @Mutation(() => ApplicationLinkType, { description: 'Sets the right of an existing link (never creates one).' })
+  async updateUserApplication(
+    @Arg('id', () => ID) id: string,
+    @Arg('applicationID', () => ID) applicationID: string,
+    @Arg('right', () => Int) right: number,
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    return presentLink(await ctx.services.links.updateApplicationLink(callerOf(ctx), id, applicationID, { right }));
+  }
+
+  @Mutation(() => Int, { description: 'Links the roles; answers how many links were created.' })
+  async linkUserRoles(@Arg('id', () => ID) id: string, @Arg('roleIDs', () => [ID]) roleIDs: string[], @Ctx() ctx: GraphQLContext) {
+    return ctx.services.links.linkRoles(callerOf(ctx), id, idValues(roleIDs));
+  }
+
+  @Mutation(() => Int, { description: 'Unlinks the roles; answers how many links were removed.' })
+  async unlinkUserRoles(@Arg('id', () => ID) id: string, @Arg('roleIDs', () => [ID]) roleIDs: string[], @Ctx() ctx: GraphQLContext) {
+    return ctx.services.links.unlinkRoles(callerOf(ctx), id, idValues(roleIDs));
+  }
+}
+
+type UserOut = ReturnType<typeof presentUser>;
+
+/** User.applications(…) and User.roles(…): one statement each for a whole page of users. */
+@Resolver(() => UserType)
+export class UserLinksResolver {
+  @FieldResolver(() => ApplicationLinkPage)
+  async applications(@Root() user: UserOut, @Args(() => ApplicationLinkListArgs) args: ApplicationLinkListArgs, @Ctx() ctx: GraphQLContext) {
+    const page = await ctx.loaders.page('applications', listInput(args), ctx.services.links.listApplicationsForUsers).load(user.id);
+    return presentPage(page, presentLink);
+  }
+
+  @FieldResolver(() => RolePage)
+  async roles(@Root() user: UserOut, @Args(() => RoleListArgs) args: InstanceType<typeof RoleListArgs>, @Ctx() ctx: GraphQLContext) {
+    const page = await ctx.loaders.page('roles', listInput(args), ctx.services.links.listRolesForUsers).load(user.id);
+    return presentPage(page, presentLinkedRole);
+  }
+}

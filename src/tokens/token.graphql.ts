@@ -1,0 +1,164 @@
+import { DateTimeResolver } from 'graphql-scalars';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { idValue } from '../graphql/ids.js';
+import { PageArgs, PageType } from '../graphql/page.js';
+import { presentPage } from '../shared/present.js';
+import { UserType } from '../users/user.graphql.js';
+import { presentUser } from '../users/user.presenter.js';
+import { presentToken } from './token.presenter.js';
+
+@ObjectType('Token')
+export class TokenType {
+  @Field(() => ID) id!: number;
+  @Field(() => ID) userID!: number;
+  @Field(() => String) accessToken!: string;
+  @Field(() => String) refreshToken!: string;
+  @Field(() => String) scope!: string;
+  @Field(() => String) code!: string;
+  @Field(() => String, { nullable: true }) codeChallenge!: string | null;
+  @Field(() => String) tokenType!: string;
+  @Field(() => DateTimeResolver, { nullable: true }) expireAt!: string | null;
+  @Field(() => String) client!: string;
+  @Field(() => String, { description: 'The record revision: "1" on create, incremented on every change.' }) version!: string;
+  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+}
+
+@ObjectType()
+export class TokenPage extends PageType(TokenType) {}
+
+@InputType({ description: 'Every writable field of a token; absent optional fields take their defaults.' })
+export class TokenInput {
+  @Field(() => ID) userID!: string;
+  @Field(() => String) accessToken!: string;
+  @Field(() => String, { nullable: true }) refreshToken?: string;
+  @Field(() => String, { nullable: true }) scope?: string;
+  @Field(() => String, { nullable: true }) code?: string;
+  @Field(() => String, { nullable: true }) codeChallenge?: string | null;
+  @Field(() => String, { nullable: true }) tokenType?: string;
+  @Field(() => DateTimeResolver, { nullable: true }) expireAt?: Date | null;
+}
+
+@InputType({ description: 'The fields to change; fields left out stay as they are.' })
+export class TokenPatch {
+  @Field(() => ID, { nullable: true }) userID?: string;
+  @Field(() => String, { nullable: true }) accessToken?: string;
+  @Field(() => String, { nullable: true }) refreshToken?: string;
+  @Field(() => String, { nullable: true }) scope?: string;
+  @Field(() => String, { nullable: true }) code?: string;
+  @Field(() => String, { nullable: true }) codeChallenge?: string | null;
+  @Field(() => String, { nullable: true }) tokenType?: string;
+  @Field(() => DateTimeResolver, { nullable: true }) expireAt?: Date | null;
+}
+
+@InputType({ description: 'Conditions on tokens; sibling fields are and-ed.' })
+export class TokenFilter {
+  @Field(() => IDFilter, { nullable: true }) id?: IDFilter;
+  @Field(() => IDFilter, { nullable: true }) userID?: IDFilter;
+  @Field(() => StringFilter, { nullable: true }) accessToken?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) refreshToken?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) scope?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) code?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) codeChallenge?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) tokenType?: StringFilter;
+  @Field(() => DateTimeFilter, { nullable: true }) expireAt?: DateTimeFilter;
+  @Field(() => StringFilter, { nullable: true }) client?: StringFilter;
+  @Field(() => IDFilter, { nullable: true, description: 'Compared as a number.' }) version?: IDFilter;
+  @Field(() => DateTimeFilter, { nullable: true }) createdAt?: DateTimeFilter;
+  @Field(() => DateTimeFilter, { nullable: true }) updatedAt?: DateTimeFilter;
+  @Field(() => [TokenFilter], { nullable: true }) and?: TokenFilter[];
+  @Field(() => [TokenFilter], { nullable: true }) or?: TokenFilter[];
+  @Field(() => TokenFilter, { nullable: true }) not?: TokenFilter;
+}
+
+@InputType({ description: 'One sort key: set exactly one field.' })
+export class TokenOrderBy {
+  @Field(() => SortDirection, { nullable: true }) id?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) userID?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) accessToken?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) refreshToken?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) scope?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) code?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) codeChallenge?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) tokenType?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) expireAt?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) client?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) version?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) createdAt?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) updatedAt?: SortDirection;
+}
+
+@ArgsType()
+export class TokenListArgs extends PageArgs {
+  @Field(() => TokenFilter, { nullable: true }) filter?: TokenFilter;
+  @Field(() => [TokenOrderBy], { nullable: true }) orderBy?: TokenOrderBy[];
+}
+
+type TokenOut = ReturnType<typeof presentToken>;
+type UserOut = ReturnType<typeof presentUser>;
+
+/** A write input as the token service takes it: the ID-typed userID as a number. */
+const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefined ? input : { ...input, userID: idValue(input.userID) });
+
+@Resolver(() => TokenType)
+export class TokenResolver {
+  @Query(() => TokenPage)
+  async tokens(@Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext) {
+    return presentPage(await ctx.services.tokens.list(callerOf(ctx), listInput(args)), presentToken);
+  }
+
+  @Query(() => TokenType, { nullable: true, description: 'null when there is no live token with this id.' })
+  async token(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    const token = await ctx.services.tokens.find(callerOf(ctx), id);
+    return token && presentToken(token);
+  }
+
+  @Query(() => TokenType, { description: 'The token this request was made with.' })
+  async viewer(@Ctx() ctx: GraphQLContext) {
+    return presentToken(await ctx.services.tokens.viewer(callerOf(ctx)));
+  }
+
+  @Mutation(() => TokenType)
+  async createToken(@Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
+    return presentToken(await ctx.services.tokens.create(callerOf(ctx), tokenBody(input)));
+  }
+
+  @Mutation(() => TokenType, { description: 'Replaces every writable field; creates the token on an id reserved by applyTokenID.' })
+  async updateToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
+    return presentToken((await ctx.services.tokens.replace(callerOf(ctx), id, tokenBody(input))).record);
+  }
+
+  @Mutation(() => TokenType, { description: 'Changes only the fields given.' })
+  async patchToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenPatch) input: TokenPatch, @Ctx() ctx: GraphQLContext) {
+    return presentToken(await ctx.services.tokens.patch(callerOf(ctx), id, tokenBody(input)));
+  }
+
+  @Mutation(() => Boolean)
+  async destroyToken(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.tokens.destroy(callerOf(ctx), id);
+    return true;
+  }
+
+  @Mutation(() => ID, { description: 'Reserves the next token id; updateToken on it creates the token.' })
+  async applyTokenID(@Ctx() ctx: GraphQLContext) {
+    return String(await ctx.services.tokens.applyId(callerOf(ctx)));
+  }
+
+  @FieldResolver(() => UserType, { nullable: true, description: 'The owning user (batched).' })
+  async user(@Root() token: TokenOut, @Ctx() ctx: GraphQLContext) {
+    const user = await ctx.loaders.userById.load(token.userID);
+    return user && presentUser(user);
+  }
+}
+
+/** User.tokens(…): the user's tokens, one statement for a whole page of users. */
+@Resolver(() => UserType)
+export class UserTokensResolver {
+  @FieldResolver(() => TokenPage)
+  async tokens(@Root() user: UserOut, @Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext) {
+    const page = await ctx.loaders.page('tokens', listInput(args), ctx.services.tokens.listForUsers).load(user.id);
+    return presentPage(page, presentToken);
+  }
+}

@@ -1,0 +1,129 @@
+import { DateTimeResolver, SafeIntResolver } from 'graphql-scalars';
+import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
+import { PageArgs, PageType } from '../graphql/page.js';
+import { presentPage } from '../shared/present.js';
+import { presentUser } from './user.presenter.js';
+
+@ObjectType('User')
+export class UserType {
+  @Field(() => ID) id!: number;
+  @Field(() => SafeIntResolver) ref!: number;
+  @Field(() => String, { nullable: true }) outKey!: string | null;
+  @Field(() => String) firstName!: string;
+  @Field(() => String) lastName!: string;
+  @Field(() => String, { nullable: true }) avatarUrl!: string | null;
+  @Field(() => String, { nullable: true }) photoUrl!: string | null;
+  @Field(() => Int) status!: number;
+  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+}
+
+@ObjectType()
+export class UserPage extends PageType(UserType) {}
+
+@InputType({ description: 'Every writable field of a user; absent optional fields take their defaults.' })
+export class UserInput {
+  @Field(() => SafeIntResolver, { nullable: true }) ref?: number;
+  @Field(() => String, { nullable: true }) outKey?: string | null;
+  @Field(() => String) firstName!: string;
+  @Field(() => String) lastName!: string;
+  @Field(() => String, { nullable: true }) avatarUrl?: string | null;
+  @Field(() => String, { nullable: true }) photoUrl?: string | null;
+  @Field(() => Int, { nullable: true }) status?: number;
+}
+
+@InputType({ description: 'The fields to change; fields left out stay as they are.' })
+export class UserPatch {
+  @Field(() => SafeIntResolver, { nullable: true }) ref?: number;
+  @Field(() => String, { nullable: true }) outKey?: string | null;
+  @Field(() => String, { nullable: true }) firstName?: string;
+  @Field(() => String, { nullable: true }) lastName?: string;
+  @Field(() => String, { nullable: true }) avatarUrl?: string | null;
+  @Field(() => String, { nullable: true }) photoUrl?: string | null;
+  @Field(() => Int, { nullable: true }) status?: number;
+}
+
+@InputType({ description: 'Conditions on users; sibling fields are and-ed.' })
+export class UserFilter {
+  @Field(() => IDFilter, { nullable: true }) id?: IDFilter;
+  @Field(() => SafeIntFilter, { nullable: true }) ref?: SafeIntFilter;
+  @Field(() => StringFilter, { nullable: true }) outKey?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) firstName?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) lastName?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) avatarUrl?: StringFilter;
+  @Field(() => StringFilter, { nullable: true }) photoUrl?: StringFilter;
+  @Field(() => IntFilter, { nullable: true }) status?: IntFilter;
+  @Field(() => DateTimeFilter, { nullable: true }) createdAt?: DateTimeFilter;
+  @Field(() => DateTimeFilter, { nullable: true }) updatedAt?: DateTimeFilter;
+  @Field(() => [UserFilter], { nullable: true }) and?: UserFilter[];
+  @Field(() => [UserFilter], { nullable: true }) or?: UserFilter[];
+  @Field(() => UserFilter, { nullable: true }) not?: UserFilter;
+}
+
+@InputType({ description: 'One sort key: set exactly one field.' })
+export class UserOrderBy {
+  @Field(() => SortDirection, { nullable: true }) id?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) ref?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) outKey?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) firstName?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) lastName?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) avatarUrl?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) photoUrl?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) status?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) createdAt?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) updatedAt?: SortDirection;
+}
+
+@ArgsType()
+class UserListArgs extends PageArgs {
+  @Field(() => UserFilter, { nullable: true }) filter?: UserFilter;
+  @Field(() => [UserOrderBy], { nullable: true }) orderBy?: UserOrderBy[];
+}
+
+/** Users over GraphQL: each field parses its arguments, calls the user service, presents the result. */
+@Resolver(() => UserType)
+export class UserResolver {
+  @Query(() => UserPage)
+  async users(@Args(() => UserListArgs) args: UserListArgs, @Ctx() ctx: GraphQLContext) {
+    return presentPage(await ctx.services.users.list(callerOf(ctx), listInput(args)), presentUser);
+  }
+
+  @Query(() => UserType, { nullable: true, description: 'null when there is no live user with this id.' })
+  async user(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    const user = await ctx.services.users.find(callerOf(ctx), id);
+    return user && presentUser(user);
+  }
+
+  @Mutation(() => UserType)
+  async createUser(@Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
+    return presentUser(await ctx.services.users.create(callerOf(ctx), input));
+  }
+
+  @Mutation(() => UserType, { description: 'Replaces every writable field; creates the user on an id reserved by applyUserID.' })
+  async updateUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
+    return presentUser((await ctx.services.users.replace(callerOf(ctx), id, input)).record);
+  }
+
+  @Mutation(() => UserType, { description: 'Changes only the fields given.' })
+  async patchUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserPatch) input: UserPatch, @Ctx() ctx: GraphQLContext) {
+    return presentUser(await ctx.services.users.patch(callerOf(ctx), id, input));
+  }
+
+  @Mutation(() => UserType)
+  async updateUserStatus(@Arg('id', () => ID) id: string, @Arg('status', () => Int) status: number, @Ctx() ctx: GraphQLContext) {
+    return presentUser(await ctx.services.users.updateStatus(callerOf(ctx), id, { status }));
+  }
+
+  @Mutation(() => Boolean)
+  async destroyUser(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.users.destroy(callerOf(ctx), id);
+    return true;
+  }
+
+  @Mutation(() => ID, { description: 'Reserves the next user id; updateUser on it creates the user.' })
+  async applyUserID(@Ctx() ctx: GraphQLContext) {
+    return String(await ctx.services.users.applyId(callerOf(ctx)));
+  }
+}
