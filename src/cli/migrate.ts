@@ -1,12 +1,20 @@
-import { loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 
-/** `npm run migrate`: run the pending migrations and exit. */
-const config = loadConfig();
-const db = await openDatabase(config);
+/**
+ * `npm run migrate`: runs the pending migrations and exits. With the embedded database it works
+ * beside a running service (through that service's connection).
+ */
 try {
-  const ran = await db.migrate();
-  process.stdout.write(ran.length ? `Applied: ${ran.join(', ')}\n` : 'Nothing to migrate: the schema is up to date.\n');
-} finally {
-  await db.close();
+  const db = await openDatabase(loadConfig(), { shareEmbedded: true });
+  try {
+    const ran = await db.migrate();
+    process.stdout.write(ran.length ? `Applied: ${ran.join(', ')}\n` : 'Nothing to migrate: the schema is up to date.\n');
+  } finally {
+    await db.close();
+  }
+} catch (err) {
+  const message = err instanceof ConfigError ? err.message : `${(err as Error).name}: ${(err as Error).message}`;
+  process.stderr.write(`Could not migrate: ${message}\n`);
+  process.exitCode = 1;
 }

@@ -50,9 +50,9 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     schema: await graphQLSchema(),
     introspection,
     allowBatchedHttpRequests: false,
+    stopOnTerminationSignals: false, // main.ts owns the graceful stop (server, then Apollo, then the pool)
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
-    status400ForVariableCoercionErrors: true,
     validationRules: [depthLimitRule, aliasLimitRule],
     formatError: formatError(log),
     plugins: [

@@ -1,11 +1,13 @@
 import { DateTimeResolver } from 'graphql-scalars';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, FieldResolver, Root } from 'type-graphql';
 import { ApplicationType } from '../applications/application.graphql.js';
+import { requirePermission } from '../auth/caller.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValues } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { RoleListArgs, RolePage } from '../roles/role.graphql.js';
+import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import { presentNamed } from '../shared/named-record.js';
 import { presentPage } from '../shared/present.js';
@@ -61,6 +63,9 @@ export class LinkResolver {
     @Arg('applicationID', () => ID) applicationID: string,
     @Ctx() ctx: GraphQLContext,
   ) {
+    // A malformed userID is named as this argument (the service says "id", its REST path name); 403 still wins over 400.
+    requirePermission(callerOf(ctx), 'user:read');
+    parseId(userID, 'userID');
     try {
       return presentLink(await ctx.services.links.getApplicationLink(callerOf(ctx), userID, applicationID));
     } catch (err) {
@@ -113,13 +118,13 @@ type UserOut = ReturnType<typeof presentUser>;
 /** User.applications(…) and User.roles(…): one statement each for a whole page of users. */
 @Resolver(() => UserType)
 export class UserLinksResolver {
-  @FieldResolver(() => ApplicationLinkPage)
+  @FieldResolver(() => ApplicationLinkPage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.' })
   async applications(@Root() user: UserOut, @Args(() => ApplicationLinkListArgs) args: ApplicationLinkListArgs, @Ctx() ctx: GraphQLContext) {
     const page = await ctx.loaders.page('applications', listInput(args), ctx.services.links.listApplicationsForUsers).load(user.id);
     return presentPage(page, presentLink);
   }
 
-  @FieldResolver(() => RolePage)
+  @FieldResolver(() => RolePage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.' })
   async roles(@Root() user: UserOut, @Args(() => RoleListArgs) args: InstanceType<typeof RoleListArgs>, @Ctx() ctx: GraphQLContext) {
     const page = await ctx.loaders.page('roles', listInput(args), ctx.services.links.listRolesForUsers).load(user.id);
     return presentPage(page, presentLinkedRole);

@@ -72,8 +72,8 @@ export class AppError extends Error {
     return new AppError('UNAUTHORIZED', message, undefined, { 'WWW-Authenticate': headerValue });
   }
 
-  static forbidden(needed: string): AppError {
-    return new AppError('FORBIDDEN', `this token lacks the "${needed}" permission`, undefined, {
+  static forbidden(needed: string, message = `this token lacks the "${needed}" permission`): AppError {
+    return new AppError('FORBIDDEN', message, undefined, {
       'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
     });
   }

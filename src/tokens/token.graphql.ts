@@ -156,7 +156,7 @@ export class TokenResolver {
 /** User.tokens(…): the user's tokens, one statement for a whole page of users. */
 @Resolver(() => UserType)
 export class UserTokensResolver {
-  @FieldResolver(() => TokenPage)
+  @FieldResolver(() => TokenPage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.' })
   async tokens(@Root() user: UserOut, @Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext) {
     const page = await ctx.loaders.page('tokens', listInput(args), ctx.services.tokens.listForUsers).load(user.id);
     return presentPage(page, presentToken);

@@ -53,7 +53,7 @@ function checkGrantable(caller: Caller, scope: string): void {
           ? caller.scopes.has('*') || caller.scopes.has(word)
           : can(caller, word as Permission);
     if (!granted) {
-      throw new AppError('FORBIDDEN', `this token cannot grant the scope "${word}" because it does not hold it`);
+      throw AppError.forbidden(word, `this token cannot grant, change or revoke the scope "${word}" because it does not hold it`);
     }
   }
 }

@@ -23,6 +23,8 @@ export interface TestService {
   /** Every SQL statement the service sent, in order (clear it to count a request's statements). */
   queries: string[];
   request(method: string, path: string, options?: RequestOptions): Promise<Reply>;
+  /** POST /graphql with a query and variables (token as in request()). */
+  graphql(query: string, variables?: Record<string, unknown>, options?: RequestOptions): Promise<Reply>;
   /** Runs SQL against the service's database, to check what a request did or did not change. */
   sql<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   /** Creates a user and a token for it with the given scope; returns the access token. */
@@ -105,6 +107,28 @@ export async function startTestService(env: Record<string, string> = {}): Promis
         headers['Content-Type'] ??= 'application/json';
       }
       const response = await fetch(base + path, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown = null;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        parsed = null;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    async graphql(query, variables, options = {}) {
+      const response = await fetch(`${running.url}/graphql`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json',
+          ...((options.token === undefined ? adminToken : options.token) !== null
+            ? { Authorization: `Bearer ${options.token === undefined ? adminToken : options.token}` }
+            : {}),
+          ...options.headers,
+        },
+        body: options.rawBody ?? JSON.stringify({ query, variables }),
+      });
       const text = await response.text();
       let parsed: unknown = null;
       try {
