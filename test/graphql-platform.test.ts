@@ -458,7 +458,7 @@ describe('DataLoader batching', () => {
     return { count, body: res.body };
   }
 
-  test('pageSize 1 and pageSize 50 send the same, small number of statements (measured: 7 and 7)', async () => {
+  test('pageSize 1 and pageSize 50 send the same, small number of statements (measured: 10 and 10)', async () => {
     const one = await statementsFor(1);
     const fifty = await statementsFor(USERS);
 
@@ -476,6 +476,37 @@ describe('DataLoader batching', () => {
 
     expect({ pageSize1: one.count, pageSize50: fifty.count }).toEqual({ pageSize1: fifty.count, pageSize50: one.count });
     expect(fifty.count).toBeLessThanOrEqual(10);
+  });
+
+  test('each parent gets its own page, cut in SQL: users with 0, 1, 3 and 5 tokens, pageSize 2, pages 1 to 3', async () => {
+    const counts = [0, 1, 3, 5];
+    const users: { id: string; tokens: string[] }[] = [];
+    for (const n of counts) {
+      const { createUser } = await gql(`mutation { createUser(input: { firstName: "Paged", lastName: "${uniq('p')}" }) { id } }`);
+      const tokens: string[] = [];
+      for (let k = 0; k < n; k++) {
+        const { createToken } = await gql(`mutation { createToken(input: { userID: ${createUser.id}, accessToken: "${uniq('pg')}" }) { id } }`);
+        tokens.push(createToken.id);
+      }
+      users.push({ id: createUser.id, tokens: tokens.reverse() }); // newest first, as ordered below
+    }
+    const ids = users.map((u) => u.id);
+    for (const page of [1, 2, 3]) {
+      svc.queries.length = 0;
+      const { users: got } = await gql(
+        `query($ids: [ID!]) { users(filter: { id: { in: $ids } }) { data { id tokens(pageSize: 2, page: ${page}, orderBy: [{ id: DESC }]) { total page pageSize data { id } } } } }`,
+        { ids },
+      );
+      expect(got.data.map((u: any) => ({ id: u.id, tokens: u.tokens }))).toEqual(
+        users.map((u) => ({
+          id: u.id,
+          tokens: { total: u.tokens.length, page, pageSize: 2, data: u.tokens.slice((page - 1) * 2, page * 2).map((id) => ({ id })) },
+        })),
+      );
+      // Only the requested pages leave the database: the rows statement numbers each user's rows.
+      const rowsStatement = svc.queries.find((q) => /from "tokens"/.test(q) && /row_number\(\) over \(partition by/.test(q));
+      expect(rowsStatement).toMatch(/"__rn" > \? and "__rn" <= \?/);
+    }
   });
 });
 

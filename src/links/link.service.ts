@@ -2,7 +2,8 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
-import { compileList, pagesByParent, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { findPagesByParent } from '../list/pages.js';
 import { Role } from '../roles/role.entity.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
@@ -131,9 +132,8 @@ async function listLinksForUsers<L extends { user: number }>(
 ): Promise<Map<number, Page<L>>> {
   requirePermission(caller, 'user:read');
   const q = compileList(input, fields);
-  const where = { $and: [{ user: { $in: [...userIds] }, deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
-  const rows = await orm.em.fork().find(entity, where, { populate: [relation] as never, orderBy: q.orderBy as never });
-  return pagesByParent(rows, (row) => row.user, userIds, q);
+  const where = { $and: [{ deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
+  return findPagesByParent(orm.em.fork(), entity, { parent: 'user', parentIds: userIds, where, list: q, populate: [relation] });
 }
 
 export function linkService(orm: MikroORM) {

@@ -305,22 +305,3 @@ function nest(path: readonly string[], leaf: unknown): Record<string, unknown> {
   for (let i = path.length - 1; i >= 0; i--) node = { [path[i]]: node };
   return node as Record<string, unknown>;
 }
-
-/**
- * One page per parent out of rows already filtered and ordered for many parents at once (a
- * batched nested list): what lets a page of users with their tokens cost one statement.
- */
-export function pagesByParent<T>(
-  rows: readonly T[],
-  parentOf: (row: T) => number,
-  parents: readonly number[],
-  q: Pick<CompiledList, 'page' | 'pageSize' | 'offset' | 'limit'>,
-): Map<number, Page<T>> {
-  const groups = new Map<number, T[]>(parents.map((id) => [id, []]));
-  for (const row of rows) groups.get(parentOf(row))?.push(row);
-  const pages = new Map<number, Page<T>>();
-  for (const [id, all] of groups) {
-    pages.set(id, { total: all.length, page: q.page, pageSize: q.pageSize, data: all.slice(q.offset, q.offset + q.limit) });
-  }
-  return pages;
-}

@@ -1,7 +1,8 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { FilterQuery } from '@mikro-orm/core';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
-import { compileList, pagesByParent, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { findPagesByParent } from '../list/pages.js';
 import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
@@ -102,9 +103,8 @@ export function tokenService(orm: MikroORM) {
     async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput): Promise<Map<number, Page<Token>>> {
       requirePermission(caller, 'token:read');
       const q = compileList(input, TOKEN_LIST_FIELDS);
-      const where = { $and: [{ user: { $in: [...userIds] }, deletedAt: null }, q.where] } as FilterQuery<Token>;
-      const rows = await orm.em.fork().find(Token, where, { orderBy: q.orderBy as never });
-      return pagesByParent(rows, (token) => token.user, userIds, q);
+      const where = { $and: [{ deletedAt: null }, q.where] } as FilterQuery<Token>;
+      return findPagesByParent(orm.em.fork(), Token, { parent: 'user', parentIds: userIds, where, list: q });
     },
   };
 }
