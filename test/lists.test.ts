@@ -134,6 +134,12 @@ describe('page and pageSize', () => {
     expect(past.body).toEqual({ total: 5, page: 4, pageSize: 2, data: [] });
     const farPast = await list('user', { filter: inGroup(), page: 1000000 });
     expect(farPast.body).toEqual({ total: 5, page: 1000000, pageSize: 20, data: [] });
+    // Every page up to 2^53 - 1 is a page: far past the end, with the true total.
+    for (const page of [450359962737051, Number.MAX_SAFE_INTEGER]) {
+      const huge = await list('user', { filter: inGroup(), page: String(page), pageSize: 1000 });
+      expect(huge.status).toBe(200);
+      expect(huge.body).toEqual({ total: 5, page, pageSize: 1000, data: [] });
+    }
   });
 
   test('pageSize bounds 1 and 1000 are accepted', async () => {
@@ -278,6 +284,13 @@ describe('filter', () => {
     ['not null shorthand', { not: { outKey: null } }, ['anna', 'carl', 'eve']],
     ['nested and/or/not', { or: [{ and: [{ status: 1 }, { not: { lastName: 'Smith' } }] }, { lastName: { like: 'Br%' } }] }, ['dana', 'eve']],
     ['or and a sibling key', { or: [{ status: 1 }, { status: 2 }], outKey: null }, ['bob', 'dana']],
+    // Several operators on one field all hold, whatever their order, isNull included.
+    ['eq and isNull true (never both)', { outKey: { eq: 'k1', isNull: true } }, []],
+    ['isNull true and eq, other order', { outKey: { isNull: true, eq: 'k1' } }, []],
+    ['ne and isNull false', { outKey: { ne: 'k1', isNull: false } }, ['carl', 'eve']],
+    ['isNull false and ne, other order', { outKey: { isNull: false, ne: 'k1' } }, ['carl', 'eve']],
+    ['ne with null and gt', { ref: { ne: null, gt: 10 } }, ['bob', 'carl', 'dana']],
+    ['two backslashes match one', { lastName: { like: 'Jone\\%' } }, []],
   ])('%s', async (_name, filter, expected) => {
     const res = await list('user', { filter: inGroup(filter) });
     expect(res.status).toBe(200);
@@ -333,6 +346,27 @@ describe('filter', () => {
   ])('%s → 400 naming the problem', async (_name, filter, field, message) => {
     const res = await list('user', { filter: typeof filter === 'string' ? JSON.stringify(filter) : filter });
     expectBadRequest(res, field, message);
+  });
+
+  test.each<[string, unknown, string, string]>([
+    ['a like pattern ending in a lone backslash', { lastName: { like: 'Sm\\' } }, 'filter.lastName.like', 'backslash'],
+    ['an ilike pattern ending in three backslashes', { lastName: { ilike: '%\\\\\\' } }, 'filter.lastName.ilike', 'backslash'],
+    ['a date before year 1 in UTC', { createdAt: { lt: '0001-01-01T00:00:00+01:00' } }, 'filter.createdAt.lt', '0001-01-01'],
+    ['year 0', { createdAt: { gt: '0000-01-01T00:00:00Z' } }, 'filter.createdAt.gt', '0001-01-01'],
+    ['a date after year 9999 in UTC', { createdAt: { in: ['9999-12-31T23:59:59-12:00'] } }, 'filter.createdAt.in', '9999-12-31'],
+  ])('%s → 400 naming it (the database never sees it)', async (_name, filter, field, message) => {
+    expectBadRequest(await list('user', { filter }), field, message);
+  });
+
+  test('dates in any ISO 8601 form: basic, ordinal, week, comma fractions, reduced precision', async () => {
+    // All of these are carl's createdAt, 2020-01-03T00:00:00Z.
+    for (const date of ['20200103T000000Z', '2020-003T00:00:00Z', '2020-W01-5T00Z', '2020-01-02T24:00:00,000Z', '2020-01-03T01+01', '2020-01-02T19:00-0500']) {
+      const res = await list('user', { filter: inGroup({ createdAt: date }) });
+      expect({ date, status: res.status, ids: dataIds(res) }).toEqual({ date, status: 200, ids: ids('carl') });
+    }
+    for (const date of ['2020-01-03 00:00:00Z', '2020-01-03T00:00:00z', '2020-01-03T00:00:00']) {
+      expectBadRequest(await list('user', { filter: inGroup({ createdAt: date }) }), 'filter.createdAt.eq', 'ISO 8601');
+    }
   });
 
   test('invalid JSON → 400 naming filter', async () => {

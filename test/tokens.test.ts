@@ -169,6 +169,24 @@ describe('POST /token/', () => {
     expect(row.ok).toBe(true);
   });
 
+  test('reads expireAt in every ISO 8601 form and stores the instant it names', async () => {
+    const forms: [string, string][] = [
+      ['20300101T100000+0100', '2030-01-01T09:00:00.000Z'], // basic format
+      ['2030-001T09:00:00,25Z', '2030-01-01T09:00:00.250Z'], // ordinal date, comma fraction
+      ['2030-W01-2T09Z', '2030-01-01T09:00:00.000Z'], // week date (2030-W01-1 is 31 Dec 2029), hours only
+      ['2030-01-01T09:30.5Z', '2030-01-01T09:30:30.000Z'], // fraction of a minute
+      ['2029-12-31T24:00:00Z', '2030-01-01T00:00:00.000Z'], // the end of a day
+      ['2030-01-01T09:00:00.123456789123Z', '2030-01-01T09:00:00.123Z'], // digits past milliseconds are cut
+      ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'], // the first instant there is
+      ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'], // and the last
+    ];
+    for (const [given, stored] of forms) {
+      const created = await makeToken({ expireAt: given });
+      expect({ given, expireAt: created.expireAt }).toEqual({ given, expireAt: stored });
+      expect((await call('GET', `/token/${created.id}`)).body.expireAt).toBe(stored);
+    }
+  });
+
   /** [field, value (undefined: left out), what the 400 says, label for long values]. */
   const invalid: [string, unknown, string, string?][] = [
     ['userID', undefined, 'is required'],
@@ -196,7 +214,12 @@ describe('POST /token/', () => {
     ['expireAt', 'yesterday', 'ISO 8601'],
     ['expireAt', '2026-11-21T09:30:00', 'ISO 8601'],
     ['expireAt', '2026-02-30T00:00:00Z', 'valid date-time'],
-    ['expireAt', '2026-11-21T24:00:00Z', 'valid date-time'],
+    ['expireAt', '2026-11-21T24:00:01Z', 'valid date-time'],
+    ['expireAt', '2026-11-21T25:00:00Z', 'valid date-time'],
+    ['expireAt', '2026-11-21 09:30:00Z', 'ISO 8601'],
+    ['expireAt', '0000-01-01T00:00:00Z', 'between 0001-01-01'],
+    ['expireAt', '0001-01-01T00:00:00+01:00', 'between 0001-01-01'],
+    ['expireAt', '9999-12-31T23:59:59.999-01:00', 'between 0001-01-01'],
   ];
   test.each(invalid.map(([field, value, message, label]) => [field, label ?? JSON.stringify(value) ?? '(absent)', value, message]))(
     'rejects %s = %s with 400 naming the field, and stores nothing',
@@ -242,6 +265,24 @@ describe('POST /token/', () => {
     const deleted = await failsUnchanged('POST', '/token/', { body: { userID, accessToken: newAccessToken() } }, 400);
     expect(deleted.body.error).toBe('BAD_REQUEST');
     expect(deleted.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
+  });
+
+  test('a token created while its user is being deleted never outlives the user', async () => {
+    // Each round races POST /token/ against DELETE /user/; whichever wins, no live token may be left
+    // owned by a deleted user (the create either commits first and is cascaded, or sees the delete).
+    for (let round = 0; round < 15; round++) {
+      const userID = await makeUser(`Racing ${round}`);
+      const [created, deleted] = await Promise.all([
+        svc.request('POST', '/token/', { body: { userID, accessToken: newAccessToken('race'), scope: 'user:read' } }),
+        svc.request('DELETE', `/user/${userID}`),
+      ]);
+      expect([201, 400]).toContain(created.status);
+      expect(deleted.status).toBe(204);
+    }
+    const orphans = await svc.sql(
+      'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
+    );
+    expect(orphans).toEqual([]);
   });
 
   test('a duplicate live accessToken is a 409 CONFLICT; a deleted token\'s accessToken can be reused', async () => {

@@ -64,6 +64,18 @@ describe('POST /user/', () => {
     expect(after).toBe(before);
   });
 
+  test('lengths count characters, as PostgreSQL does: 255 emoji fit in a 255-character field, 256 do not', async () => {
+    const fits = '😀'.repeat(255);
+    const res = await svc.request('POST', '/user/', { body: { firstName: fits, lastName: 'é'.repeat(255) } });
+    expect(res.status).toBe(201);
+    expect(res.body.firstName).toBe(fits);
+    const [row] = await svc.sql<{ n: number }>('select char_length(first_name) as n from users where id = ?', [res.body.id]);
+    expect(Number(row.n)).toBe(255);
+    const over = await svc.request('POST', '/user/', { body: { firstName: '😀'.repeat(256), lastName: 'X' } });
+    expect(over.status).toBe(400);
+    expect(over.body.details).toEqual([{ field: 'firstName', message: 'must be at most 255 characters' }]);
+  });
+
   test('a body that is not an object is a 400', async () => {
     const res = await svc.request('POST', '/user/', { body: [1, 2] });
     expect(res.status).toBe(400);

@@ -72,8 +72,8 @@ export function compileList(input: ListInput, fields: ListFields): CompiledList 
   const orderBy = compileOrder(input.orderBy, fields, problems);
   const where = compileFilterInput(input.filter, fields, problems);
   if (problems.length) throw AppError.invalid(problems);
-  const offset = (page - 1) * pageSize;
-  if (!Number.isSafeInteger(offset)) throw AppError.invalid([{ field: 'page', message: 'is too large' }]);
+  // Past any real table's end long before it stops being exact; PostgreSQL's offset is a bigint.
+  const offset = Math.min((page - 1) * pageSize, Number.MAX_SAFE_INTEGER);
   return { where, orderBy, page, pageSize, limit: pageSize, offset };
 }
 
@@ -209,25 +209,25 @@ function compileNode(node: unknown, at: string, depth: number, state: FilterStat
         state.problems.push({ field: here, message: `unknown field; filterable: ${Object.keys(state.fields).join(', ')}` });
         continue;
       }
-      const condition = compileCondition(field, value, here, state);
-      if (condition) parts.push(nest(field.path, condition));
+      for (const condition of compileCondition(field, value, here, state)) parts.push(nest(field.path, condition));
     }
   }
   if (parts.length === 0) return {};
   return parts.length === 1 ? parts[0] : { $and: parts };
 }
 
-function compileCondition(field: ListField, value: unknown, at: string, state: FilterState): Record<string, unknown> | null {
+/** One condition per operator: `{"eq": "a", "isNull": true}` is `= 'a' and is null`, as written. */
+function compileCondition(field: ListField, value: unknown, at: string, state: FilterState): Record<string, unknown>[] {
   if (!isPlainObject(value)) {
     // Shorthand: {"field": value} is equality, {"field": null} is "is null".
     return compileCondition(field, { eq: value }, at, state);
   }
-  const condition: Record<string, unknown> = {};
   const entries = Object.entries(value).filter(([, v]) => v !== undefined);
   if (entries.length === 0) {
     state.problems.push({ field: at, message: 'needs at least one operator' });
-    return null;
+    return [];
   }
+  const conditions: Record<string, unknown>[] = [];
   for (const [op, operand] of entries) {
     state.conditions += 1;
     const here = `${at}.${op}`;
@@ -240,12 +240,10 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
       state.problems.push({ field: here, message: checked.message });
       continue;
     }
-    if (op === 'isNull') condition[checked.value ? '$eq' : '$ne'] = null;
-    else if (condition[MIKRO_OP[op as Exclude<Operator, 'isNull'>]] !== undefined) {
-      state.problems.push({ field: here, message: 'is given twice' });
-    } else condition[MIKRO_OP[op as Exclude<Operator, 'isNull'>]] = checked.value;
+    if (op === 'isNull') conditions.push({ [checked.value ? '$eq' : '$ne']: null });
+    else conditions.push({ [MIKRO_OP[op as Exclude<Operator, 'isNull'>]]: checked.value });
   }
-  return Object.keys(condition).length ? condition : null;
+  return conditions;
 }
 
 function checkOperand(field: ListField, op: Operator, operand: unknown): Checked<unknown> {
@@ -265,9 +263,16 @@ function checkOperand(field: ListField, op: Operator, operand: unknown): Checked
       return { ok: true, value: values };
     }
     case 'like':
-    case 'ilike':
+    case 'ilike': {
       if (field.kind !== 'string') return { ok: false, message: 'applies to text fields only' };
-      return checkValue(field, operand);
+      const checked = checkValue(field, operand);
+      // In a pattern a backslash escapes the next character (\% is a literal %), so an odd run of
+      // backslashes at the very end escapes nothing, which PostgreSQL refuses.
+      if (checked.ok && trailingBackslashes(checked.value as string) % 2 === 1) {
+        return { ok: false, message: 'ends with an unpaired backslash; write two backslashes for a literal one' };
+      }
+      return checked;
+    }
     case 'eq':
     case 'ne':
       if (operand === null) return { ok: true, value: null };
@@ -278,11 +283,13 @@ function checkOperand(field: ListField, op: Operator, operand: unknown): Checked
   }
 }
 
+const trailingBackslashes = (text: string) => text.length - text.replace(/\\+$/, '').length;
+
 function checkValue(field: ListField, value: unknown): Checked<unknown> {
   switch (field.kind) {
     case 'id':
       // GraphQL IDs arrive as strings; JSON filters as numbers.
-      if (typeof value === 'string' && /^\d{1,16}$/.test(value)) value = Number(value);
+      if (typeof value === 'string' && /^(0|[1-9]\d{0,15})$/.test(value)) value = Number(value);
       return checkInteger(value, 0, Number.MAX_SAFE_INTEGER);
     case 'int32':
       return checkInteger(value, INT32_MIN, INT32_MAX);
@@ -290,7 +297,7 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
       return checkInteger(value, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     case 'revision':
       // A token's `version` is a decimal string on the wire and an integer in the table.
-      if (typeof value === 'string' && /^\d{1,9}$/.test(value)) value = Number(value);
+      if (typeof value === 'string' && /^(0|[1-9]\d{0,8})$/.test(value)) value = Number(value);
       return checkInteger(value, 0, INT32_MAX);
     case 'string':
       return checkString(value, 2048);

@@ -1,3 +1,5 @@
+import { inStorableRange, parseIsoDateTime } from './dates.js';
+
 /**
  * Checks of single input values, shared by write bodies, list filters and path parameters.
  * Each returns the clean value or a message saying what is wrong (never the value itself:
@@ -13,11 +15,18 @@ export const INT32_MAX = 2147483647;
 
 export function checkString(value: unknown, max: number): Checked<string> {
   if (typeof value !== 'string') return bad('must be a string');
-  if (value.length > max) return bad(`must be at most ${max} characters`);
+  // Characters as PostgreSQL's varchar(n) counts them (code points), not UTF-16 units: an emoji is one.
+  if (value.length > max && (value.length > 2 * max || codePoints(value) > max)) return bad(`must be at most ${max} characters`);
   // PostgreSQL text cannot hold NUL, and lone surrogates are not valid UTF-8.
   if (value.includes('\u0000')) return bad('must not contain NUL characters');
   if (!value.isWellFormed()) return bad('must be valid Unicode');
   return ok(value);
+}
+
+function codePoints(value: string): number {
+  let count = 0;
+  for (const _ of value) count += 1;
+  return count;
 }
 
 export function checkInteger(value: unknown, min: number, max: number): Checked<number> {
@@ -39,27 +48,17 @@ export function checkId(value: unknown): Checked<number> {
   return ok(value);
 }
 
-const ISO_DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)$/;
+const DATE_FORMAT = 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T09:30:00.000Z';
+const DATE_RANGE = 'must be between 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z';
 
-/** An ISO 8601 date-time with an offset ("Z" or ±hh:mm); a Date passes through (GraphQL scalar). */
+/** An ISO 8601 date-time with an offset (see dates.ts); a Date passes through (GraphQL scalar). */
 export function checkDate(value: unknown): Checked<Date> {
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? bad('must be a valid date-time') : ok(value);
-  if (typeof value !== 'string') return bad('must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T09:30:00.000Z');
-  const m = ISO_DATE_TIME.exec(value);
-  if (!m) return bad('must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T09:30:00.000Z');
-  const [, y, mo, d, h, mi, s = '00', fraction = '0', zone] = m.map((part) => part ?? undefined) as string[];
-  const offset = /^[Zz]$/.test(zone) ? 'Z' : `${zone.slice(0, 3)}:${zone.slice(3).replace(':', '') || '00'}`;
-  const date = new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}.${fraction.padEnd(3, '0').slice(0, 3)}${offset}`);
-  // Date() rolls impossible fields over (Feb 30 → Mar 2); compare the fields against the calendar.
-  const daysInMonth = new Date(Date.UTC(Number(y), Number(mo), 0)).getUTCDate();
-  if (
-    Number.isNaN(date.getTime()) ||
-    Number(mo) < 1 || Number(mo) > 12 ||
-    Number(d) < 1 || Number(d) > daysInMonth ||
-    Number(h) > 23 || Number(mi) > 59 || Number(s) > 59
-  ) {
-    return bad('must be a valid date-time');
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) return bad('must be a valid date-time');
+    return inStorableRange(value) ? ok(value) : bad(DATE_RANGE);
   }
-  return ok(date);
+  if (typeof value !== 'string') return bad(DATE_FORMAT);
+  const parsed = parseIsoDateTime(value);
+  if (parsed.ok) return ok(parsed.date);
+  return bad(parsed.reason === 'format' ? DATE_FORMAT : parsed.reason === 'range' ? DATE_RANGE : 'must be a valid date-time');
 }

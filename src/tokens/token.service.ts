@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { FilterQuery } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { findPagesByParent } from '../list/pages.js';
@@ -62,8 +62,15 @@ function checkGrantable(caller: Caller, scope: string): void {
 async function checkToken(em: EntityManager, values: Record<string, unknown>, caller: Caller): Promise<void> {
   if (typeof values.scope === 'string') checkGrantable(caller, values.scope);
   if (values.userID !== undefined) {
-    const owner = await em.count(User, { id: values.userID as number, deletedAt: null });
-    if (owner === 0) throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
+    // FOR SHARE: a concurrent delete of the owner (FOR UPDATE, then its tokens) waits for this
+    // write, or this write waits for it and then finds the owner deleted; never a live token of a
+    // deleted user.
+    const owner = await em.findOne(
+      User,
+      { id: values.userID as number, deletedAt: null },
+      { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ },
+    );
+    if (!owner) throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
   }
 }
 
