@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
+import { answerClientError } from './http/errors.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import type { QueryListener } from '../mikro-orm.config.js';
@@ -39,6 +40,7 @@ export async function startService(
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     server = createServer(); // Koa 3: attach the callback once every middleware is in place
     server.on('request', app.callback());
+    server.on('clientError', answerClientError);
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);

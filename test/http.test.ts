@@ -1,4 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { startService } from '../src/server.js';
+import { createLogger } from '../src/shared/log.js';
 import { startTestService, type RequestOptions, type Reply, type TestService } from './support/service.js';
 
 /**
@@ -133,6 +138,16 @@ describe('request bodies', () => {
     expect((await call('GET', `/user/${user.id}`)).body.firstName).toBe('Http');
     const link = await call('POST', `/user/${user.id}/role/`, { rawBody: '[1]', headers: { 'Content-Type': 'text/plain' } });
     expectError(link, 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  test('a "__proto__" key is valid JSON: dropped like any field outside the writable set', async () => {
+    const res = await call('POST', '/user/', {
+      rawBody: '{"firstName":"Proto","lastName":"Key","__proto__":{"status":5},"x":{"__proto__":1}}',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ firstName: 'Proto', lastName: 'Key', status: 0 });
+    expect(({} as Record<string, unknown>).status).toBeUndefined();
   });
 
   test('application/json with a charset is accepted', async () => {
@@ -383,6 +398,107 @@ describe('no secret leaks', () => {
     const [row] = await svc.sql('select password, remember_token from users where id = ?', [user.id]);
     expect(row).toEqual({ password: 'hunter2-hash', remember_token: 'remember-me-please' });
     expect(svc.logLines.join('\n')).not.toMatch(/hunter2-hash|remember-me-please/);
+  });
+});
+
+/** Sends raw bytes and reads the whole answer (the server closes the connection after it). */
+async function rawRequest(head: string): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  const { port } = new URL(svc.url);
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(head));
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk) => (data += chunk));
+    socket.on('end', () => resolve(data));
+    socket.on('error', reject);
+  });
+  const [headText, body] = text.split('\r\n\r\n');
+  const [statusLine, ...lines] = headText.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) };
+}
+
+describe('requests the HTTP parser refuses still get the JSON error body', () => {
+  test('a header with a control character → 400 BAD_REQUEST with X-Request-Id', async () => {
+    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Client: a\u0001b\r\n\r\n`);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toEqual({ code: 400, error: 'BAD_REQUEST', message: expect.stringMatching(/HTTP/), requestId: res.headers['x-request-id'] });
+  });
+
+  test('headers over 16 KiB → 431 HEADERS_TOO_LARGE with X-Request-Id', async () => {
+    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(res.body).toEqual({ code: 431, error: 'HEADERS_TOO_LARGE', message: expect.any(String), requestId: res.headers['x-request-id'] });
+  });
+});
+
+describe('a database that goes away', () => {
+  // The service reaches PostgreSQL through a TCP proxy that the test cuts, as a network fault would.
+  const external = process.env.DATABASE_URL ? test : test.skip;
+  external('requests answer 503 UNAVAILABLE (REST and GraphQL), /readyz 503; they recover when it is back', async () => {
+    const target = new URL(process.env.DATABASE_URL!);
+    const sockets = new Set<Socket>();
+    let open = true;
+    const proxy = createServer((client) => {
+      if (!open) return client.destroy();
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const close = () => (client.destroy(), upstream.destroy());
+      client.on('error', close).on('close', close);
+      upstream.on('error', close).on('close', close);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as AddressInfo;
+    // A database of its own on the same server, reached through the proxy.
+    const name = `uts_outage_${randomBytes(4).toString('hex')}`;
+    const admin = async (sql: string) => {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(sql);
+      await client.end();
+    };
+    await admin(`create database ${name}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.host = `127.0.0.1:${port}`;
+    url.pathname = `/${name}`;
+    const lines: string[] = [];
+    const config = loadConfig({ PORT: '0', DATABASE_URL: url.toString(), BOOTSTRAP_TOKEN: 'outage-admin', LOG_LEVEL: 'info', DB_POOL_SIZE: '2' });
+    const running = await startService(config, createLogger('info', (l) => lines.push(l)));
+    const get = (path: string, init: RequestInit = {}) =>
+      fetch(running.url + path, { ...init, headers: { Authorization: 'Bearer outage-admin', 'Content-Type': 'application/json', ...init.headers } });
+    try {
+      expect((await get('/user/')).status).toBe(200);
+      open = false;
+      for (const socket of sockets) socket.destroy();
+      for (const [path, init] of [
+        ['/user/', {}],
+        ['/user/', { method: 'POST', body: JSON.stringify({ firstName: 'A', lastName: 'B' }) }],
+      ] as const) {
+        const res = await get(path, init);
+        expect(res.status).toBe(503);
+        expect(await res.json()).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
+      }
+      const gql = await get('/graphql', { method: 'POST', body: JSON.stringify({ query: '{ users { total } }' }) });
+      expect(gql.status).toBe(503);
+      expect(((await gql.json()) as any).errors[0].extensions.code).toBe('UNAVAILABLE');
+      expect((await fetch(running.url + '/readyz')).status).toBe(503);
+      open = true;
+      let status = 0;
+      for (let i = 0; i < 20 && status !== 200; i++) {
+        status = (await get('/user/')).status;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(status).toBe(200);
+    } finally {
+      open = true;
+      await running.stop();
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      await admin(`drop database if exists ${name} with (force)`);
+    }
+    expect(lines.join('\n')).not.toContain('outage-admin');
   });
 });
 

@@ -1,6 +1,9 @@
-import { ConnectionException, DriverException } from '@mikro-orm/core';
+import { DriverException } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Next } from 'koa';
-import { AppError } from '../shared/errors.js';
+import { AppError, asAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import type { AppContext } from './context.js';
 
@@ -15,13 +18,6 @@ function send(ctx: AppContext, error: AppError): void {
     requestId: ctx.state.requestId,
     ...(error.details ? { details: error.details } : {}),
   };
-}
-
-/** Errors raised below the services (the database) as the AppError they mean. */
-function translate(err: unknown): AppError | null {
-  if (err instanceof AppError) return err;
-  if (err instanceof ConnectionException) return new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly');
-  return null;
 }
 
 /**
@@ -41,7 +37,7 @@ export function errorHandler(log: Logger) {
         }
       }
     } catch (err) {
-      const known = translate(err);
+      const known = asAppError(err);
       if (known) {
         send(ctx, known);
         return;
@@ -57,4 +53,28 @@ export function errorHandler(log: Logger) {
       send(ctx, new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it'));
     }
   };
+}
+
+/**
+ * Requests that Node's HTTP parser refuses before Koa sees them (a header with control characters,
+ * headers over 16 KiB, a request that did not arrive in time) still get the JSON error body and an
+ * X-Request-Id, then the connection closes (the parser cannot know where the next request starts).
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('HEADERS_TOO_LARGE', 'the request headers are larger than 16 KiB')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
+        : AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');
+  const requestId = randomUUID();
+  const body = JSON.stringify({ code: error.status, error: error.error, message: error.message, requestId });
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

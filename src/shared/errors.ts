@@ -1,3 +1,5 @@
+import { ConnectionException } from '@mikro-orm/core';
+
 /**
  * The one error type services throw. Each protocol adapter turns it into its own shape: REST into
  * the JSON error body of SPEC §6, GraphQL into `extensions.code`.
@@ -8,10 +10,12 @@ export type ErrorName =
   | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
+  | 'REQUEST_TIMEOUT'
   | 'CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'TOO_MANY_REQUESTS'
+  | 'HEADERS_TOO_LARGE'
   | 'INTERNAL'
   | 'UNAVAILABLE';
 
@@ -21,10 +25,12 @@ export const STATUS_OF: Record<ErrorName, number> = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL: 500,
   UNAVAILABLE: 503,
 };
@@ -77,4 +83,23 @@ export class AppError extends Error {
       'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
     });
   }
+}
+
+/** PostgreSQL error classes and socket errors that mean "the database cannot be reached right now". */
+const UNREACHABLE = /^(08|57P0|53300$|55000$)|^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN)$/;
+
+/**
+ * A failure as the AppError it means to a caller, or null when it is a bug (answered as an
+ * internal error). A lost database is a 503 the caller may retry, not a 500.
+ */
+export function asAppError(err: unknown): AppError | null {
+  if (err instanceof AppError) return err;
+  if (err instanceof ConnectionException) return new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly');
+  const code = (err as { code?: unknown } | null)?.code;
+  const unreachable =
+    (typeof code === 'string' && UNREACHABLE.test(code)) ||
+    /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed/i.test(
+      (err as Error | null)?.message ?? '',
+    );
+  return unreachable ? new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly') : null;
 }
