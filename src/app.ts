@@ -41,12 +41,10 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   app.use(health.routes());
   app.use(health.allowedMethods());
 
-  // GraphQL authenticates inside (introspection needs no token) and reads its own JSON body.
+  // GraphQL reads, authenticates (introspection needs no token) and answers errors on its own.
   const graphQL = new Router<AppState>();
-  graphQL.get('/graphql', graphql);
-  graphQL.post('/graphql', jsonBody, graphql);
+  graphQL.all('/graphql', graphql);
   app.use(graphQL.routes());
-  app.use(graphQL.allowedMethods());
 
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.

@@ -7,18 +7,19 @@ import type { User } from '../users/user.entity.js';
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
- * token), the shared services, and this request's DataLoaders.
+ * token), the request id, the shared services, and this request's DataLoaders.
  */
 export interface GraphQLContext {
   caller: Caller | null;
-  /** Why there is no caller: the 401 that any non-introspection operation answers. */
-  authError: AppError | null;
+  /** The request's X-Request-Id, carried by every error of the answer. */
+  requestId: string;
   services: Services;
   loaders: Loaders;
 }
 
+/** The caller; the HTTP layer lets a request without one through only for introspection. */
 export function callerOf(ctx: GraphQLContext): Caller {
-  if (!ctx.caller) throw ctx.authError ?? AppError.unauthorized('an access token is required', 'Bearer');
+  if (!ctx.caller) throw AppError.unauthorized('an access token is required', 'Bearer');
   return ctx.caller;
 }
 

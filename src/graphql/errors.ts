@@ -1,16 +1,24 @@
+import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { AppError, type ErrorName } from '../shared/errors.js';
+import { BREAK, GraphQLError, Kind, visit, type ASTNode, type DocumentNode, type GraphQLFormattedError } from 'graphql';
+import { AppError, asAppError, type ErrorName } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
+import type { GraphQLContext } from './context.js';
 
 /** SPEC §7's `extensions.code` for each service error. */
-const CODE_OF: Partial<Record<ErrorName, string>> = {
+const CODE_OF: Record<ErrorName, string> = {
   BAD_REQUEST: 'BAD_USER_INPUT',
   UNAUTHORIZED: 'UNAUTHENTICATED',
   FORBIDDEN: 'FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
+  METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
+  REQUEST_TIMEOUT: 'REQUEST_TIMEOUT',
   CONFLICT: 'CONFLICT',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
+  HEADERS_TOO_LARGE: 'HEADERS_TOO_LARGE',
+  INTERNAL: 'INTERNAL_SERVER_ERROR',
   UNAVAILABLE: 'UNAVAILABLE',
 };
 
@@ -18,40 +26,129 @@ const CODE_OF: Partial<Record<ErrorName, string>> = {
 export function toGraphQLError(error: AppError): GraphQLError {
   return new GraphQLError(error.message, {
     extensions: {
-      code: CODE_OF[error.error] ?? 'INTERNAL_SERVER_ERROR',
+      code: CODE_OF[error.error],
       ...(error.details ? { field: error.details[0].field, details: error.details } : {}),
-      http: {
-        status: error.status === 401 ? 401 : 200,
-        headers: new Map(Object.entries(error.headers).map(([name, value]) => [name.toLowerCase(), value])),
-      },
     },
   });
 }
 
 /**
- * Apollo's formatError: service errors keep their message and code; GraphQL's own errors (syntax,
- * validation, variables) pass through; anything else is an INTERNAL_SERVER_ERROR that says nothing
- * of its cause (the log has it, without driver messages that may carry request values).
+ * The body of a /graphql answer that fails before GraphQL runs (no token, a body that is not JSON,
+ * a wrong method, …): GraphQL's own shape, so that a GraphQL client reads it like any other error.
+ * A request that is not JSON (415, 400) gets Apollo's BAD_REQUEST, as Apollo would answer it.
  */
-export function formatError(log: Logger) {
-  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const original = unwrapResolverError(error);
-    if (original instanceof AppError) {
-      const { message, extensions } = toGraphQLError(original);
-      const { http: _http, ...rest } = extensions;
-      return { message, locations: formatted.locations, path: formatted.path, extensions: rest };
-    }
-    const code = formatted.extensions?.code;
-    if (code && code !== 'INTERNAL_SERVER_ERROR') {
-      const { stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
-      return { ...formatted, extensions };
-    }
-    log.error('graphql operation failed', { error: (original as Error)?.name, path: formatted.path?.join('.') });
-    return {
-      message: 'an internal error occurred',
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: { code: 'INTERNAL_SERVER_ERROR' },
-    };
+export function httpErrorBody(error: AppError, requestId: string) {
+  const code = error.error === 'BAD_REQUEST' && !error.details ? 'BAD_REQUEST' : CODE_OF[error.error];
+  return { errors: [{ message: error.message, extensions: { code, requestId, ...(error.details ? { details: error.details } : {}) } }] };
+}
+
+/** graphql-js says `Variable "$input" got invalid value { …the value… } at "input.x"; <why>`. */
+const INVALID_VARIABLE = /^Variable "\$([^"]+)" got invalid value /;
+
+/**
+ * A variable that does not fit its type, said without repeating the value: graphql-js prints the
+ * whole variable, which may hold an access token or a `password` the caller should not have sent.
+ */
+function invalidVariable(error: GraphQLError): { message: string; field: string } | null {
+  const m = INVALID_VARIABLE.exec(error.message);
+  if (!m) return null;
+  const why = error.originalError?.message;
+  let field = m[1];
+  if (why && error.message.endsWith(`; ${why}`)) {
+    const at = / at "([^"]+)"$/.exec(error.message.slice(0, -(why.length + 2)));
+    if (at) field = at[1];
+  }
+  return { message: `Variable "$${m[1]}" has an invalid value${field !== m[1] ? ` at "${field}"` : ''}${why ? `: ${why}` : ''}`, field };
+}
+
+/**
+ * Apollo's formatError: service errors keep their message and code; GraphQL's own errors (syntax,
+ * validation, variables) pass through, without echoed values; anything else is an
+ * INTERNAL_SERVER_ERROR that says nothing of its cause (the errors plugin logs it).
+ */
+export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const known = asAppError(unwrapResolverError(error));
+  if (known) {
+    const { message, extensions } = toGraphQLError(known);
+    return { message, locations: formatted.locations, path: formatted.path, extensions };
+  }
+  const { stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
+  const code = extensions.code;
+  if (code === 'BAD_USER_INPUT' && error instanceof GraphQLError) {
+    const variable = invalidVariable(error);
+    if (variable) return { message: variable.message, locations: formatted.locations, extensions: { ...extensions, field: variable.field } };
+  }
+  // A literal argument of the wrong type (`right: "x"`): the errors plugin named the argument.
+  if (code === 'GRAPHQL_VALIDATION_FAILED' && typeof extensions.field === 'string') {
+    return { ...formatted, extensions: { ...extensions, code: 'BAD_USER_INPUT' } };
+  }
+  // graphql-js stops checking that same-named fields can merge once that grows too costly.
+  if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message === 'Validation aborted.') {
+    return { ...formatted, message: 'the query repeats the same fields too often to be checked; select each field once', extensions };
+  }
+  if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
+  return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+}
+
+/** `input.status` for a value node inside the argument `input`; null when the node is not in an argument. */
+function argumentPath(document: DocumentNode, target: ASTNode): string | null {
+  let path: string | null = null;
+  visit(document, {
+    enter(node, _key, parent, _path, ancestors) {
+      if (node !== target) return undefined;
+      const names: string[] = [];
+      // `ancestors` stops above the parent, which visit() hands over on its own.
+      for (const step of [...ancestors, parent, node]) {
+        if (!step || Array.isArray(step)) continue;
+        const n = step as ASTNode;
+        if (n.kind === Kind.ARGUMENT) names.splice(0, names.length, n.name.value);
+        else if (n.kind === Kind.OBJECT_FIELD && names.length) names.push(n.name.value);
+      }
+      path = names.length ? names.join('.') : null;
+      return BREAK;
+    },
+  });
+  return path;
+}
+
+/**
+ * Every GraphQL error of a request carries the request's `requestId` (as REST error bodies do), an
+ * internal one is logged with it, and a literal argument of the wrong type names the argument.
+ */
+export function errorsPlugin(log: Logger): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async validationDidStart({ document }) {
+          return async (errors) => {
+            for (const error of (errors ?? []) as readonly GraphQLError[]) {
+              const node = error.nodes?.[0];
+              const field = node && node.kind !== Kind.FIELD && node.kind !== Kind.ARGUMENT ? argumentPath(document, node) : null;
+              if (field) (error.extensions as Record<string, unknown>).field = field;
+            }
+          };
+        },
+        async didEncounterErrors({ errors, contextValue }) {
+          for (const error of errors) {
+            const original = unwrapResolverError(error);
+            // What formatError masks as INTERNAL_SERVER_ERROR: neither a service error nor one with a code.
+            if (asAppError(original) || (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') !== 'INTERNAL_SERVER_ERROR') continue;
+            log.error('graphql operation failed', {
+              requestId: contextValue.requestId,
+              path: error.path?.join('.'),
+              error: (original as Error)?.name,
+              // Driver messages may carry request values: only their code is logged.
+              ...((original as { code?: unknown })?.code !== undefined ? { code: (original as { code?: unknown }).code } : { message: (original as Error)?.message, stack: (original as Error)?.stack }),
+            });
+          }
+        },
+        async willSendResponse({ response, contextValue }) {
+          if (response.body.kind !== 'single') return;
+          for (const error of response.body.singleResult.errors ?? []) {
+            (error as { extensions?: Record<string, unknown> }).extensions = { ...error.extensions, requestId: contextValue.requestId };
+          }
+        },
+      };
+    },
   };
 }

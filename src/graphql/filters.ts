@@ -1,4 +1,5 @@
-import { DateTimeResolver, SafeIntResolver } from 'graphql-scalars';
+import { SafeIntResolver } from 'graphql-scalars';
+import { DateTime } from './scalars.js';
 import { Field, ID, InputType, Int, registerEnumType } from 'type-graphql';
 import type { ListInput, OrderKey } from '../list/list.js';
 import { AppError } from '../shared/errors.js';
@@ -60,13 +61,15 @@ export class StringFilter {
 
 @InputType({ description: 'Conditions on a date-time field.' })
 export class DateTimeFilter {
-  @Field(() => DateTimeResolver, { nullable: true }) eq?: Date;
-  @Field(() => DateTimeResolver, { nullable: true }) ne?: Date;
-  @Field(() => DateTimeResolver, { nullable: true }) gt?: Date;
-  @Field(() => DateTimeResolver, { nullable: true }) gte?: Date;
-  @Field(() => DateTimeResolver, { nullable: true }) lt?: Date;
-  @Field(() => DateTimeResolver, { nullable: true }) lte?: Date;
-  @Field({ nullable: true }) isNull?: boolean;
+  @Field(() => DateTime, { nullable: true }) eq?: Date;
+  @Field(() => DateTime, { nullable: true }) ne?: Date;
+  @Field(() => DateTime, { nullable: true }) gt?: Date;
+  @Field(() => DateTime, { nullable: true }) gte?: Date;
+  @Field(() => DateTime, { nullable: true }) lt?: Date;
+  @Field(() => DateTime, { nullable: true }) lte?: Date;
+  @Field(() => [DateTime], { nullable: true }) in?: Date[];
+  @Field(() => [DateTime], { nullable: true }) nin?: Date[];
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
 }
 
 export enum SortDirection {

@@ -1,37 +1,44 @@
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { koaMiddleware } from '@as-integrations/koa';
-import { Kind, type OperationDefinitionNode } from 'graphql';
+import { Kind, parse, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, clientOf } from '../auth/authenticate.js';
+import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
-import type { AppState } from '../http/context.js';
+import type { AppContext, AppState } from '../http/context.js';
+import { jsonBody } from '../http/middleware.js';
 import type { Services } from '../services.js';
-import { AppError } from '../shared/errors.js';
+import { AppError, asAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
-import { formatError, toGraphQLError } from './errors.js';
-import { aliasLimitRule, costLimitPlugin, depthLimitRule } from './limits.js';
+import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
+import { costLimitPlugin, GRAPHQL_LIMITS, sizeLimitRule } from './limits.js';
 import { graphQLSchema } from './schema.js';
 
-/** True when every top-level field is a meta-field (__schema, __type, __typename). */
-function introspectionOnly(operation: OperationDefinitionNode): boolean {
-  return operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
-}
+const METHODS = ['GET', 'HEAD', 'POST'];
 
-/** Operations other than introspection need a valid token: otherwise HTTP 401, UNAUTHENTICATED. */
-function requireTokenPlugin(): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ contextValue, operation }) {
-          if (contextValue.caller || (operation && introspectionOnly(operation))) return;
-          throw toGraphQLError(contextValue.authError ?? AppError.unauthorized('an access token is required', 'Bearer'));
-        },
-      };
-    },
-  };
+/**
+ * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
+ * and an operation that asks for nothing but introspection meta-fields (__schema, __type,
+ * __typename), and only where introspection is on.
+ */
+function runsWithoutToken(ctx: AppContext): boolean {
+  const params = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+  if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
+  if (typeof params.query !== 'string') return false;
+  let operations: OperationDefinitionNode[];
+  try {
+    operations = parse(params.query, { maxTokens: GRAPHQL_LIMITS.maxTokens }).definitions.filter(
+      (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
+    );
+  } catch {
+    return false;
+  }
+  const name = params.operationName;
+  const operation = typeof name === 'string' && name ? operations.find((op) => op.name?.value === name) : operations.length === 1 ? operations[0] : undefined;
+  return operation !== undefined && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
 }
 
 export interface GraphQLEndpoint {
@@ -40,40 +47,99 @@ export interface GraphQLEndpoint {
 }
 
 /**
- * Apollo Server on the shared services. Sandbox (the landing page of GET /graphql) and
- * introspection go together: on outside production, off in production unless
- * GRAPHQL_INTROSPECTION=true. Batched requests are off; CSRF prevention is on.
+ * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
+ * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
+ * so that a caller without a token learns nothing of the schema), and answers every failure in
+ * GraphQL's shape. Sandbox (the landing page of GET /graphql) and introspection go together: on
+ * outside production, off in production unless GRAPHQL_INTROSPECTION=true.
  */
 export async function createGraphQL(deps: { db: Database; services: Services; log: Logger; introspection: boolean }): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
   const apollo = new ApolloServer<GraphQLContext>({
     schema: await graphQLSchema(),
     introspection,
+    // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
+    hideSchemaDetailsFromClientErrors: !introspection,
     allowBatchedHttpRequests: false,
+    persistedQueries: false, // every operation comes in full; the server keeps no query cache
+    parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     stopOnTerminationSignals: false, // main.ts owns the graceful stop (server, then Apollo, then the pool)
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
-    validationRules: [depthLimitRule, aliasLimitRule],
-    formatError: formatError(log),
+    validationRules: [sizeLimitRule],
+    formatError,
     plugins: [
       introspection ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
-      requireTokenPlugin(),
+      errorsPlugin(log),
       costLimitPlugin(),
     ],
   });
   await apollo.start();
-  const middleware = koaMiddleware(apollo, {
+  /** Each request's caller (null: introspection without a token), handed from the HTTP layer to Apollo. */
+  const callers = new WeakMap<object, Caller | null>();
+  const serveApollo = koaMiddleware(apollo, {
     context: async ({ ctx }): Promise<GraphQLContext> => {
-      let caller: GraphQLContext['caller'] = null;
-      let authError: AppError | null = null;
-      try {
-        caller = await authenticate(db.orm.em.fork(), ctx.get('Authorization') || undefined, clientOf(ctx.get('X-Client'), ctx.get('User-Agent')));
-      } catch (err) {
-        if (!(err instanceof AppError)) throw err;
-        authError = err;
-      }
-      return { caller, authError, services, loaders: new Loaders(services, caller) };
+      const caller = callers.get(ctx) ?? null;
+      return { caller, requestId: (ctx.state as AppState).requestId, services, loaders: new Loaders(services, caller) };
     },
   }) as unknown as Middleware<AppState>;
+
+  /** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
+  async function readBody(ctx: AppContext): Promise<void> {
+    await jsonBody(ctx, async () => {});
+    const body: unknown = ctx.request.body;
+    if (typeof body !== 'object' || body === null) {
+      throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
+    }
+  }
+
+  /**
+   * The caller, or null for what may run without a token. As on REST, a missing or invalid token
+   * is a 401 before anything else is said about the request (its body, its document, the schema).
+   */
+  async function callerFor(ctx: AppContext): Promise<Caller | null> {
+    let caller: Caller;
+    try {
+      caller = await authenticate(db.orm.em.fork(), ctx.get('Authorization') || undefined, clientOf(ctx.get('X-Client'), ctx.get('User-Agent')));
+    } catch (err) {
+      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection) throw err;
+      const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));
+      if (readable && runsWithoutToken(ctx)) return null;
+      throw err;
+    }
+    if (ctx.method === 'POST') await readBody(ctx);
+    return caller;
+  }
+
+  const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
+    try {
+      if (!METHODS.includes(ctx.method)) {
+        throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; allowed: ${METHODS.join(', ')}`, undefined, {
+          Allow: METHODS.join(', '),
+        });
+      }
+      callers.set(ctx, await callerFor(ctx));
+      if (ctx.method === 'HEAD') {
+        // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
+        ctx.method = 'GET';
+        try {
+          await serveApollo(ctx, next);
+        } finally {
+          ctx.method = 'HEAD';
+        }
+      } else {
+        await serveApollo(ctx, next);
+      }
+    } catch (err) {
+      let known = asAppError(err);
+      if (!known) {
+        log.error('request failed', { requestId: ctx.state.requestId, method: ctx.method, route: ctx.path, error: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack });
+        known = new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it');
+      }
+      ctx.status = known.status;
+      for (const [name, value] of Object.entries(known.headers)) ctx.set(name, value);
+      ctx.body = httpErrorBody(known, ctx.state.requestId);
+    }
+  };
   return { middleware, stop: () => apollo.stop() };
 }

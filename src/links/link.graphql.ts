@@ -1,9 +1,9 @@
-import { DateTimeResolver } from 'graphql-scalars';
+import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, FieldResolver, Root } from 'type-graphql';
 import { ApplicationType } from '../applications/application.graphql.js';
 import { requirePermission } from '../auth/caller.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
-import { IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { DateTimeFilter, IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValues } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { RoleListArgs, RolePage } from '../roles/role.graphql.js';
@@ -21,19 +21,21 @@ export class ApplicationLinkType {
   @Field(() => ID) applicationID!: number;
   @Field(() => ID) userID!: number;
   @Field(() => Int) right!: number;
-  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
   @Field(() => ApplicationType) application!: ReturnType<typeof presentNamed>;
 }
 
 @ObjectType()
 export class ApplicationLinkPage extends PageType(ApplicationLinkType) {}
 
-@InputType({ description: 'Conditions on a user’s application links: the application’s id and name, the link’s right.' })
+@InputType({ description: 'Conditions on a user’s application links: the application’s id and name; the link’s right and dates.' })
 export class ApplicationLinkFilter {
   @Field(() => IDFilter, { nullable: true }) applicationID?: IDFilter;
-  @Field(() => StringFilter, { nullable: true }) name?: StringFilter;
+  @Field(() => StringFilter, { nullable: true, description: 'The application’s name.' }) name?: StringFilter;
   @Field(() => IntFilter, { nullable: true }) right?: IntFilter;
+  @Field(() => DateTimeFilter, { nullable: true, description: 'When the link was made.' }) createdAt?: DateTimeFilter;
+  @Field(() => DateTimeFilter, { nullable: true, description: 'When the link last changed.' }) updatedAt?: DateTimeFilter;
   @Field(() => [ApplicationLinkFilter], { nullable: true }) and?: ApplicationLinkFilter[];
   @Field(() => [ApplicationLinkFilter], { nullable: true }) or?: ApplicationLinkFilter[];
   @Field(() => ApplicationLinkFilter, { nullable: true }) not?: ApplicationLinkFilter;
@@ -44,6 +46,8 @@ export class ApplicationLinkOrderBy {
   @Field(() => SortDirection, { nullable: true }) applicationID?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) name?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) right?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) createdAt?: SortDirection;
+  @Field(() => SortDirection, { nullable: true }) updatedAt?: SortDirection;
 }
 
 @ArgsType()

@@ -27,6 +27,15 @@ export const USER_APPLICATION_LIST_FIELDS: ListFields = {
   applicationID: { path: ['application', 'id'], kind: 'id' },
 };
 export const USER_ROLE_LIST_FIELDS: ListFields = throughLink('role');
+/**
+ * GraphQL's nested `User.applications` lists the links themselves (`ApplicationLink`), so there
+ * `createdAt` and `updatedAt` are the link's own, as the type shows them.
+ */
+export const APPLICATION_LINK_LIST_FIELDS: ListFields = {
+  ...USER_APPLICATION_LIST_FIELDS,
+  createdAt: { path: ['createdAt'], kind: 'date' },
+  updatedAt: { path: ['updatedAt'], kind: 'date' },
+};
 
 /** A link body: a JSON array of at most 1000 positive integer ids; duplicates count once. */
 export function parseIdList(body: unknown, field: string): number[] {
@@ -152,7 +161,7 @@ export function linkService(orm: MikroORM) {
     listApplications: (caller: Caller, userId: unknown, input: ListInput) =>
       listLinks(orm, UserApplication, 'application', USER_APPLICATION_LIST_FIELDS, caller, userId, input),
     listApplicationsForUsers: (caller: Caller, userIds: readonly number[], input: ListInput) =>
-      listLinksForUsers(orm, UserApplication, 'application', USER_APPLICATION_LIST_FIELDS, caller, userIds, input),
+      listLinksForUsers(orm, UserApplication, 'application', APPLICATION_LINK_LIST_FIELDS, caller, userIds, input),
     linkApplications: (caller: Caller, userId: unknown, body: unknown) => link(orm, APPLICATION_LINK, caller, userId, body),
     unlinkApplications: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, APPLICATION_LINK, caller, userId, body),
 

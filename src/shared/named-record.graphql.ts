@@ -1,4 +1,4 @@
-import { DateTimeResolver } from 'graphql-scalars';
+import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
@@ -21,8 +21,8 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
   class RecordType {
     @Field(() => ID) id!: number;
     @Field(() => String) name!: string;
-    @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
-    @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+    @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
+    @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
   }
 
   @ObjectType(`${type}Page`)

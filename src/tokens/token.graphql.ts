@@ -1,4 +1,4 @@
-import { DateTimeResolver } from 'graphql-scalars';
+import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
@@ -19,11 +19,11 @@ export class TokenType {
   @Field(() => String) code!: string;
   @Field(() => String, { nullable: true }) codeChallenge!: string | null;
   @Field(() => String) tokenType!: string;
-  @Field(() => DateTimeResolver, { nullable: true }) expireAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) expireAt!: string | null;
   @Field(() => String) client!: string;
   @Field(() => String, { description: 'The record revision: "1" on create, incremented on every change.' }) version!: string;
-  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
 }
 
 @ObjectType()
@@ -38,7 +38,7 @@ export class TokenInput {
   @Field(() => String, { nullable: true }) code?: string;
   @Field(() => String, { nullable: true }) codeChallenge?: string | null;
   @Field(() => String, { nullable: true }) tokenType?: string;
-  @Field(() => DateTimeResolver, { nullable: true }) expireAt?: Date | null;
+  @Field(() => DateTime, { nullable: true }) expireAt?: Date | null;
 }
 
 @InputType({ description: 'The fields to change; fields left out stay as they are.' })
@@ -50,7 +50,7 @@ export class TokenPatch {
   @Field(() => String, { nullable: true }) code?: string;
   @Field(() => String, { nullable: true }) codeChallenge?: string | null;
   @Field(() => String, { nullable: true }) tokenType?: string;
-  @Field(() => DateTimeResolver, { nullable: true }) expireAt?: Date | null;
+  @Field(() => DateTime, { nullable: true }) expireAt?: Date | null;
 }
 
 @InputType({ description: 'Conditions on tokens; sibling fields are and-ed.' })

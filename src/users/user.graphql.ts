@@ -1,4 +1,5 @@
-import { DateTimeResolver, SafeIntResolver } from 'graphql-scalars';
+import { SafeIntResolver } from 'graphql-scalars';
+import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
@@ -16,8 +17,8 @@ export class UserType {
   @Field(() => String, { nullable: true }) avatarUrl!: string | null;
   @Field(() => String, { nullable: true }) photoUrl!: string | null;
   @Field(() => Int) status!: number;
-  @Field(() => DateTimeResolver, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTimeResolver, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
+  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
 }
 
 @ObjectType()
