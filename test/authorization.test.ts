@@ -166,30 +166,7 @@ async function tokenRow(accessToken: string): Promise<{ id: number; userId: numb
   return { id: Number(row.id), userId: Number(row.user_id) };
 }
 
-const TABLES: Record<string, string> = {
-  users: 'id',
-  tokens: 'id',
-  applications: 'id',
-  roles: 'id',
-  user_applications: 'user_id, application_id',
-  user_roles: 'user_id, role_id',
-  id_reservations: 'resource, id',
-};
-
-/** Every row of every table, and where each id sequence stands. */
-async function snapshot(): Promise<Record<string, unknown>> {
-  const state: Record<string, unknown> = {};
-  for (const [table, order] of Object.entries(TABLES)) {
-    state[table] = await svc.sql(`select * from ${table} order by ${order}`);
-  }
-  for (const table of ['users', 'tokens', 'applications', 'roles']) {
-    state[`${table} sequence`] = await svc.sql(
-      `select pg_sequence_last_value(pg_get_serial_sequence(?, 'id')::regclass)::text as last`,
-      [table],
-    );
-  }
-  return state;
-}
+const snapshot = () => svc.snapshot();
 
 /**
  * The parts of a reply a denial is judged on, labelled so that a failing expectation names the

@@ -54,19 +54,11 @@ async function fail(query: string, variables: Json | undefined, code: string, fi
   return error;
 }
 
-const TABLES = ['users', 'tokens', 'applications', 'roles', 'user_applications', 'user_roles', 'id_reservations'];
-
-async function dbState(): Promise<Record<string, unknown[]>> {
-  const state: Record<string, unknown[]> = {};
-  for (const table of TABLES) state[table] = await svc.sql(`select * from ${table} order by 1, 2`);
-  return state;
-}
-
 /** Runs `work` (a failing mutation) and checks that no table changed. */
 async function changesNothing(work: () => Promise<unknown>): Promise<void> {
-  const before = await dbState();
+  const before = await svc.snapshot({ sequences: false });
   await work();
-  expect(await dbState()).toEqual(before);
+  expect(await svc.snapshot({ sequences: false })).toEqual(before);
 }
 
 // REST forms of GraphQL records: ids are numbers there, strings (ID) here.

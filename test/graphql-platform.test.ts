@@ -50,30 +50,7 @@ function tokenFor(scope: string): Promise<string> {
   return token;
 }
 
-const TABLES: Record<string, string> = {
-  users: 'id',
-  tokens: 'id',
-  applications: 'id',
-  roles: 'id',
-  user_applications: 'user_id, application_id',
-  user_roles: 'user_id, role_id',
-  id_reservations: 'resource, id',
-};
-
-/** Every row of every table, and where each id sequence stands. */
-async function snapshot(): Promise<Record<string, unknown>> {
-  const state: Record<string, unknown> = {};
-  for (const [table, order] of Object.entries(TABLES)) {
-    state[table] = await svc.sql(`select * from ${table} order by ${order}`);
-  }
-  for (const table of ['users', 'tokens', 'applications', 'roles']) {
-    state[`${table} sequence`] = await svc.sql(
-      `select pg_sequence_last_value(pg_get_serial_sequence(?, 'id')::regclass)::text as last`,
-      [table],
-    );
-  }
-  return state;
-}
+const snapshot = () => svc.snapshot();
 
 async function get(path: string, headers: Record<string, string> = {}, base = svc): Promise<Reply> {
   const response = await fetch(`${base.url}${path}`, { headers });

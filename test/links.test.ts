@@ -322,7 +322,7 @@ describe('GET /user/{id}/application/ (list)', () => {
   });
 
   test('filters on application fields', async () => {
-    const res = await get(`?${q({ name: { like: '%-a%' } })}`);
+    const res = await get(`?${q({ name: { like: `${prefix}-a%` } })}`);
     expect(names(res.body)).toEqual(['alpha']);
     const or = await get(`?${q({ or: [{ id: apps.alpha.id }, { name: `${prefix}-gamma` }] })}`);
     expect(or.body.total).toBe(2);

@@ -27,6 +27,12 @@ export interface TestService {
   graphql(query: string, variables?: Record<string, unknown>, options?: RequestOptions): Promise<Reply>;
   /** Runs SQL against the service's database, to check what a request did or did not change. */
   sql<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Every row of every table and (unless `sequences: false`) where each id sequence stands: equal
+   * before and after means nothing changed. An insert refused by a unique index still spends a
+   * sequence value (PostgreSQL sequences are not transactional), hence the option.
+   */
+  snapshot(options?: { sequences?: boolean }): Promise<Record<string, unknown>>;
   /** Creates a user and a token for it with the given scope; returns the access token. */
   tokenWith(scope: string, options?: { expireAt?: string | null }): Promise<string>;
   stop(): Promise<void>;
@@ -48,6 +54,17 @@ export interface Reply {
 }
 
 const ADMIN_URL = process.env.DATABASE_URL;
+
+/** Every table, with the key that orders its rows. */
+const TABLES: Record<string, string> = {
+  users: 'id',
+  tokens: 'id',
+  applications: 'id',
+  roles: 'id',
+  user_applications: 'user_id, application_id',
+  user_roles: 'user_id, role_id',
+  id_reservations: 'resource, id',
+};
 
 export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
   const adminToken = `admin-${randomBytes(16).toString('hex')}`;
@@ -140,6 +157,19 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     },
     async sql(text, params = []) {
       return (await running.db.orm.em.fork().execute(text, params)) as never;
+    },
+    async snapshot({ sequences = true } = {}) {
+      const state: Record<string, unknown> = {};
+      for (const [table, order] of Object.entries(TABLES)) {
+        state[table] = await service.sql(`select * from ${table} order by ${order}`);
+      }
+      for (const table of sequences ? ['users', 'tokens', 'applications', 'roles'] : []) {
+        state[`${table} sequence`] = await service.sql(
+          `select pg_sequence_last_value(pg_get_serial_sequence(?, 'id')::regclass)::text as last`,
+          [table],
+        );
+      }
+      return state;
     },
     async tokenWith(scope, options = {}) {
       const user = await service.request('POST', '/user/', { body: { firstName: 'Token', lastName: `Holder ${scope}` } });
