@@ -55,8 +55,7 @@ const parseJson = bodyParser({
   jsonLimit: '1mb',
   strict: false,
   // A "__proto__" key is valid JSON; it is dropped like any other field outside the writable set
-  // (never merged into an object's prototype).
-  // (co-body reads this option; koa-bodyparser's types do not list it)
+  // (co-body reads this option, koa-bodyparser's types do not list it).
   ...({ onProtoPoisoning: 'remove' } as object),
   // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
   onerror: (err: Error & { status?: number; type?: string }) => {

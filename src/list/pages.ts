@@ -30,14 +30,13 @@ export async function findPagesByParent<T extends object>(
     .select([parent, raw('count(*) as total')] as never)
     .where(where as never)
     .groupBy(parent as never)
-    .execute<Record<string, unknown>[]>('all', false);
+    .execute<Record<string, unknown>[]>('all'); // rows keyed by property: { [parent]: id, total }
   const pages = new Map<number, Page<T>>(
     parentIds.map((id) => [id, { total: 0, page: list.page, pageSize: list.pageSize, data: [] }]),
   );
-  const parentColumn = Object.keys(counts[0] ?? {}).find((key) => key !== 'total');
   let withRows = 0;
   for (const row of counts) {
-    const page = pages.get(Number(row[parentColumn!]));
+    const page = pages.get(Number(row[parent]));
     if (!page) continue;
     page.total = Number(row.total);
     if (page.total > list.offset) withRows += 1;
