@@ -8,9 +8,10 @@ import { authenticate, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import type { AppContext, AppState } from '../http/context.js';
+import { failureOf } from '../http/errors.js';
 import { jsonBody } from '../http/middleware.js';
 import type { Services } from '../services.js';
-import { AppError, asAppError } from '../shared/errors.js';
+import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
@@ -131,11 +132,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
         await serveApollo(ctx, next);
       }
     } catch (err) {
-      let known = asAppError(err);
-      if (!known) {
-        log.error('request failed', { requestId: ctx.state.requestId, method: ctx.method, route: ctx.path, error: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack });
-        known = new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it');
-      }
+      const known = failureOf(err, ctx, log);
       ctx.status = known.status;
       for (const [name, value] of Object.entries(known.headers)) ctx.set(name, value);
       ctx.body = httpErrorBody(known, ctx.state.requestId);

@@ -21,10 +21,25 @@ function send(ctx: AppContext, error: AppError): void {
 }
 
 /**
- * Turns every failure into the JSON error body, and the router's bare 404/405 into it too.
- * A 500 names no cause to the caller; the log gets the error's kind and stack, never a driver
- * message (it can carry values from the request).
+ * What a failure of this request means to its caller. One that is not a known AppError is a bug:
+ * it is logged with the request id, its kind and stack, but never a driver message (it can carry
+ * values from the request), and the caller gets an INTERNAL error that names no cause.
  */
+export function failureOf(err: unknown, ctx: AppContext, log: Logger): AppError {
+  const known = asAppError(err);
+  if (known) return known;
+  const e = err as Error;
+  log.error('request failed', {
+    requestId: ctx.state.requestId,
+    method: ctx.method,
+    route: ctx.path,
+    error: e?.name,
+    ...(err instanceof DriverException ? { code: (err as { code?: string }).code } : { message: e?.message, stack: e?.stack }),
+  });
+  return new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it');
+}
+
+/** Turns every failure into the JSON error body, and the router's bare 404/405 into it too. */
 export function errorHandler(log: Logger) {
   return async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
     try {
@@ -37,20 +52,7 @@ export function errorHandler(log: Logger) {
         }
       }
     } catch (err) {
-      const known = asAppError(err);
-      if (known) {
-        send(ctx, known);
-        return;
-      }
-      const e = err as Error;
-      log.error('request failed', {
-        requestId: ctx.state.requestId,
-        method: ctx.method,
-        route: ctx.path,
-        error: e?.name,
-        ...(err instanceof DriverException ? { code: (err as { code?: string }).code } : { message: e?.message, stack: e?.stack }),
-      });
-      send(ctx, new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it'));
+      send(ctx, failureOf(err, ctx, log));
     }
   };
 }
