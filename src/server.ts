@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
-import { answerClientError } from './http/errors.js';
+import { answerClientError, MAX_HEADER_BYTES } from './http/errors.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import type { QueryListener } from '../mikro-orm.config.js';
@@ -38,7 +38,9 @@ export async function startService(
     const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection });
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
-    server = createServer(); // Koa 3: attach the callback once every middleware is in place
+    // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
+    // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
+    server = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
     server.on('request', app.callback());
     server.on('clientError', answerClientError);
     server.keepAliveTimeout = 5_000;

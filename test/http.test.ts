@@ -426,8 +426,8 @@ describe('requests the HTTP parser refuses still get the JSON error body', () =>
     expect(res.body).toEqual({ code: 400, error: 'BAD_REQUEST', message: expect.stringMatching(/HTTP/), requestId: res.headers['x-request-id'] });
   });
 
-  test('headers over 16 KiB → 431 HEADERS_TOO_LARGE with X-Request-Id', async () => {
-    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+  test('headers over 64 KiB → 431 HEADERS_TOO_LARGE with X-Request-Id', async () => {
+    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
     expect(res.status).toBe(431);
     expect(res.body).toEqual({ code: 431, error: 'HEADERS_TOO_LARGE', message: expect.any(String), requestId: res.headers['x-request-id'] });
   });

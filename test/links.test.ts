@@ -637,3 +637,47 @@ describe('permissions', () => {
     expect(await appRows(user)).toEqual([live(a), live(b)]);
   });
 });
+
+describe('concurrent writes (on PostgreSQL they race for row locks)', () => {
+  test('links and unlinks naming the same ids in opposite orders all succeed; the counts add up', async () => {
+    const apps: number[] = [];
+    for (let i = 0; i < 8; i++) apps.push(await newApp());
+    const roles: number[] = [];
+    for (let i = 0; i < 8; i++) roles.push(await newRole());
+    for (let round = 0; round < 5; round++) {
+      const userId = await newUser();
+      const order = (ids: number[], i: number) => (i % 2 ? [...ids].reverse() : ids);
+      // 20 application calls (every fourth an unlink) and 10 role links, all at once.
+      const [appReplies, roleReplies] = await Promise.all([
+        Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            svc.request(i % 4 === 3 ? 'DELETE' : 'POST', `/user/${userId}/application/`, { body: order(apps, i) }),
+          ),
+        ),
+        Promise.all(Array.from({ length: 10 }, (_, i) => svc.request('POST', `/user/${userId}/role/`, { body: order(roles, i) }))),
+      ]);
+      expect([...appReplies, ...roleReplies].map((r) => r.status)).toEqual(Array(30).fill(200));
+      // Every role link was made exactly once, whatever the interleaving.
+      expect(roleReplies.reduce((sum, r) => sum + r.body.affected, 0)).toBe(roles.length);
+      expect(await roleRows(userId)).toHaveLength(roles.length);
+      // Links made minus links removed is what is linked now.
+      const made = appReplies.filter((_, i) => i % 4 !== 3).reduce((sum, r) => sum + r.body.affected, 0);
+      const removed = appReplies.filter((_, i) => i % 4 === 3).reduce((sum, r) => sum + r.body.affected, 0);
+      expect((await svc.request('GET', `/user/${userId}/application/`)).body.total).toBe(made - removed);
+    }
+  });
+
+  test("setting a link's right while its application is deleted: 200 or 404, never a 500; the link ends unlinked", async () => {
+    for (let round = 0; round < 5; round++) {
+      const [userId, appId] = [await newUser(), await newApp()];
+      expect((await svc.request('POST', `/user/${userId}/application/`, { body: [appId] })).status).toBe(200);
+      const [put, del] = await Promise.all([
+        svc.request('PUT', `/user/${userId}/application/${appId}`, { body: { right: 5 } }),
+        svc.request('DELETE', `/application/${appId}`),
+      ]);
+      expect([200, 404]).toContain(put.status);
+      expect(del.status).toBe(204);
+      expect((await svc.request('GET', `/user/${userId}/application/${appId}`)).status).toBe(404);
+    }
+  });
+});

@@ -291,6 +291,11 @@ describe('filter', () => {
     ['isNull false and ne, other order', { outKey: { isNull: false, ne: 'k1' } }, ['carl', 'eve']],
     ['ne with null and gt', { ref: { ne: null, gt: 10 } }, ['bob', 'carl', 'dana']],
     ['two backslashes match one', { lastName: { like: 'Jone\\%' } }, []],
+    // An empty filter matches every row: neutral in and, true in or; not {} matches none.
+    ['an empty filter inside or', { or: [{}, { status: 3 }] }, ['anna', 'bob', 'carl', 'dana', 'eve']],
+    ['an empty and inside or', { or: [{ and: [{}] }, { status: 3 }] }, ['anna', 'bob', 'carl', 'dana', 'eve']],
+    ['an empty filter inside and', { and: [{}, { status: 3 }] }, ['carl']],
+    ['not of an empty filter', { not: {} }, []],
   ])('%s', async (_name, filter, expected) => {
     const res = await list('user', { filter: inGroup(filter) });
     expect(res.status).toBe(200);
@@ -367,6 +372,25 @@ describe('filter', () => {
     for (const date of ['2020-01-03 00:00:00Z', '2020-01-03T00:00:00z', '2020-01-03T00:00:00']) {
       expectBadRequest(await list('user', { filter: inGroup({ createdAt: date }) }), 'filter.createdAt.eq', 'ISO 8601');
     }
+  });
+
+  test.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf', '__proto__'])(
+    'a field named %s (an Object.prototype name) is an unknown field: 400, in filter and orderBy, on every list',
+    async (name) => {
+      const filter = `{"${name}":1}`; // as text: an object literal would not make "__proto__" a key
+      for (const path of ['/user/', '/token/', '/application/', `/user/${id.anna}/application/`, `/user/${id.anna}/role/`]) {
+        const res = await call('GET', `${path}?filter=${encodeURIComponent(filter)}`);
+        expectBadRequest(res, `filter.${name}`, 'unknown field');
+        if (name !== '__proto__') expectBadRequest(await call('GET', `${path}?orderBy=${name}`), 'orderBy', 'unknown field');
+      }
+    },
+  );
+
+  test('a filter at its limits fits in a URL: 1000 token values in an in list', async () => {
+    const values = Array.from({ length: 1000 }, (_, i) => `not-a-token-${String(i).padStart(12, '0')}`);
+    const res = await list('token', { filter: { accessToken: { in: values } } });
+    expect(res.status).toBe(200);
+    expect(res.body.total).toBe(0);
   });
 
   test('invalid JSON → 400 naming filter', async () => {

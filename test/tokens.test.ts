@@ -285,6 +285,26 @@ describe('POST /token/', () => {
     expect(orphans).toEqual([]);
   });
 
+  test('changing a token while its owner is deleted: never a 500, and never a live token of a deleted user', async () => {
+    // The update locks the token, then its owner; the delete locks the owner, then its tokens.
+    for (let round = 0; round < 10; round++) {
+      const userID = await makeUser(`Owner ${round}`);
+      const token = await makeToken({ userID });
+      const [put, patch, del] = await Promise.all([
+        svc.request('PUT', `/token/${token.id}`, { body: { userID, accessToken: token.accessToken, code: 'x' } }),
+        svc.request('PATCH', `/token/${token.id}`, { body: { userID, scope: 'user:read' } }),
+        svc.request('DELETE', `/user/${userID}`),
+      ]);
+      expect([200, 400, 404]).toContain(put.status);
+      expect([200, 400, 404]).toContain(patch.status);
+      expect(del.status).toBe(204);
+    }
+    const orphans = await svc.sql(
+      'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
+    );
+    expect(orphans).toEqual([]);
+  });
+
   test('a duplicate live accessToken is a 409 CONFLICT; a deleted token\'s accessToken can be reused', async () => {
     const first = await makeToken();
     const other = await makeUser();
@@ -361,6 +381,8 @@ describe('GET /token/', () => {
     expect((await call('PATCH', `/token/${b.id}`, { body: { scope: 'x' } })).body.version).toBe('2');
     const v2 = await call('GET', `/token/?filter=${q({ userID, version: '2' })}`);
     expect(v2.body.data.map((t: { id: number }) => t.id)).toEqual([b.id]);
+    const leadingZero = await call('GET', `/token/?filter=${q({ userID, version: '02' })}`);
+    expect(leadingZero.body.data.map((t: { id: number }) => t.id)).toEqual([b.id]);
     const byClient = await call('GET', `/token/?filter=${q({ client: 'versions-client' })}`);
     expect(byClient.body.data.map((t: { id: number }) => t.id)).toEqual([a.id, b.id]);
   });

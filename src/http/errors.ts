@@ -57,9 +57,12 @@ export function errorHandler(log: Logger) {
   };
 }
 
+/** The most a request line and its headers may take (the server's maxHeaderSize). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
 /**
  * Requests that Node's HTTP parser refuses before Koa sees them (a header with control characters,
- * headers over 16 KiB, a request that did not arrive in time) still get the JSON error body and an
+ * headers over 64 KiB, a request that did not arrive in time) still get the JSON error body and an
  * X-Request-Id, then the connection closes (the parser cannot know where the next request starts).
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
@@ -69,7 +72,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   }
   const error =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? new AppError('HEADERS_TOO_LARGE', 'the request headers are larger than 16 KiB')
+      ? new AppError('HEADERS_TOO_LARGE', `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`)
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
         : AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');

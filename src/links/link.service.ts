@@ -2,6 +2,7 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
+import { transaction } from '../db/transaction.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { findPagesByParent } from '../list/pages.js';
 import { Role } from '../roles/role.entity.js';
@@ -37,13 +38,17 @@ export const APPLICATION_LINK_LIST_FIELDS: ListFields = {
   updatedAt: { path: ['updatedAt'], kind: 'date' },
 };
 
-/** A link body: a JSON array of at most 1000 positive integer ids; duplicates count once. */
+/**
+ * A link body: a JSON array of at most 1000 positive integer ids; duplicates count once. The ids
+ * come back sorted, so that every request locks rows in the same order (no deadlock between two
+ * requests that name the same ids in opposite orders).
+ */
 export function parseIdList(body: unknown, field: string): number[] {
   if (!Array.isArray(body)) throw AppError.invalid([{ field, message: 'must be a JSON array of ids' }]);
   if (body.length > MAX_LINK_IDS) throw AppError.invalid([{ field, message: `must have at most ${MAX_LINK_IDS} ids` }]);
   const bad = body.findIndex((id) => typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1);
   if (bad !== -1) throw AppError.invalid([{ field: `${field}[${bad}]`, message: 'must be a positive integer' }]);
-  return [...new Set(body as number[])];
+  return [...new Set(body as number[])].sort((a, b) => a - b);
 }
 
 async function requireLiveUser(em: EntityManager, userId: number, lock = false): Promise<void> {
@@ -78,10 +83,10 @@ async function link(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: un
   requirePermission(caller, 'user:write');
   const userId = parseId(rawUserId);
   const ids = parseIdList(body, `${kind.label}IDs`);
-  return orm.em.fork().transactional(async (em) => {
+  return transaction(orm, async (em) => {
     await requireLiveUser(em, userId, true);
     if (ids.length === 0) return 0;
-    const found = await em.find(kind.target, { id: { $in: ids }, deletedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ });
+    const found = await em.find(kind.target, { id: { $in: ids }, deletedAt: null }, { fields: ['id'], orderBy: { id: 'asc' }, lockMode: LockMode.PESSIMISTIC_READ });
     const live = new Set(found.map((r) => r.id));
     const unknown = ids.filter((id) => !live.has(id));
     if (unknown.length) {
@@ -104,7 +109,7 @@ async function unlink(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: 
   requirePermission(caller, 'user:write');
   const userId = parseId(rawUserId);
   const ids = parseIdList(body, `${kind.label}IDs`);
-  return orm.em.fork().transactional(async (em) => {
+  return transaction(orm, async (em) => {
     await requireLiveUser(em, userId, true);
     if (ids.length === 0) return 0;
     const result = await em.execute(
@@ -185,7 +190,7 @@ export function linkService(orm: MikroORM) {
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
       const { right } = readWriteBody(body, { right: { kind: 'int32', required: true } }, 'create') as { right: number };
-      return orm.em.fork().transactional(async (em) => {
+      return transaction(orm, async (em) => {
         const found = await findApplicationLink(em, userId, applicationId, true);
         if (found.right !== right) {
           found.right = right;

@@ -132,7 +132,7 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
   const order: Record<string, unknown>[] = [];
   const seen = new Set<string>();
   for (const key of keys) {
-    const field = fields[key.field];
+    const field = fieldOf(fields, key.field);
     if (!field) {
       problems.push({ field: 'orderBy', message: `unknown field "${key.field.slice(0, 64)}"; sortable: ${Object.keys(fields).join(', ')}` });
       continue;
@@ -178,6 +178,12 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
   return where;
 }
 
+/** A list's own field of that name (never one of Object.prototype's: `constructor`, `toString`, …). */
+const fieldOf = (fields: ListFields, name: string): ListField | undefined => (Object.hasOwn(fields, name) ? fields[name] : undefined);
+
+/** Whether a compiled filter says anything (an empty one matches every row). */
+const isCondition = (where: Record<string, unknown>) => Object.keys(where).length > 0;
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
@@ -199,12 +205,16 @@ function compileNode(node: unknown, at: string, depth: number, state: FilterStat
         state.problems.push({ field: here, message: 'must be a non-empty array of filters' });
         continue;
       }
-      const children = value.map((child, i) => compileNode(child, `${here}[${i}]`, depth + 1, state));
-      parts.push({ [key === 'and' ? '$and' : '$or']: children });
+      // An empty filter matches every row: neutral in `and`, and it makes an `or` match everything.
+      const children = value.map((child, i) => compileNode(child, `${here}[${i}]`, depth + 1, state)).filter(isCondition);
+      if (key === 'and' && children.length) parts.push({ $and: children });
+      if (key === 'or' && children.length === value.length) parts.push({ $or: children });
     } else if (key === 'not') {
-      parts.push({ $not: compileNode(value, here, depth + 1, state) });
+      const negated = compileNode(value, here, depth + 1, state);
+      // `not {}` matches no row (an empty `in` is false in SQL).
+      parts.push(isCondition(negated) ? { $not: negated } : nest(state.fields.id.path, { $in: [] }));
     } else {
-      const field = state.fields[key];
+      const field = fieldOf(state.fields, key);
       if (!field) {
         state.problems.push({ field: here, message: `unknown field; filterable: ${Object.keys(state.fields).join(', ')}` });
         continue;
@@ -297,7 +307,7 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
       return checkInteger(value, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     case 'revision':
       // A token's `version` is a decimal string on the wire and an integer in the table.
-      if (typeof value === 'string' && /^(0|[1-9]\d{0,8})$/.test(value)) value = Number(value);
+      if (typeof value === 'string' && /^\d{1,9}$/.test(value)) value = Number(value);
       return checkInteger(value, 0, INT32_MAX);
     case 'string':
       return checkString(value, 2048);

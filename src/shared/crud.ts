@@ -7,6 +7,7 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission, type Caller, type Resource } from '../auth/caller.js';
+import { transaction } from '../db/transaction.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, type WritableFields } from './input.js';
@@ -88,7 +89,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
   /** Runs a write in a transaction; a unique or foreign-key violation becomes a 409 or 400. */
   async function inTransaction<T>(values: Record<string, unknown>, work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
-      return await orm.em.fork().transactional(work);
+      return await transaction(orm, work);
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException) throw def.conflict(values);
       if (err instanceof ForeignKeyConstraintViolationException) {
@@ -220,7 +221,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
     /** Reserves the next id of the record's own sequence; a later PUT on it creates the record. */
     async applyId(caller: Caller): Promise<number> {
       requirePermission(caller, write);
-      return orm.em.fork().transactional(async (em) => {
+      return transaction(orm, async (em) => {
         const [row] = await em.execute<{ id: string }[]>(
           `insert into id_reservations (resource, id)
            values (?, nextval(pg_get_serial_sequence('${def.table}', 'id'))) returning id`,

@@ -101,5 +101,8 @@ export function asAppError(err: unknown): AppError | null {
     /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed/i.test(
       (err as Error | null)?.message ?? '',
     );
-  return unreachable ? new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly') : null;
+  if (unreachable) return new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly');
+  // A deadlock that persisted through the retries of db/transaction.ts.
+  if (code === '40P01' || code === '40001') return AppError.conflict('concurrent requests changed the same records; try again');
+  return null;
 }
