@@ -4,7 +4,9 @@ import { Migrator } from '@mikro-orm/migrations';
 import { DefaultLogger, type LogContext } from '@mikro-orm/core';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
 import { Application } from './src/applications/application.entity.js';
+import { BoundParametersDriver } from './src/db/bound-parameters.js';
 import { migrations } from './src/db/migrations/index.js';
+import { POOL_ACQUIRE_TIMEOUT_MS, releaseClientsThatLoseTheirConnection } from './src/db/pool.js';
 import { UserApplication, UserRole } from './src/links/link.entities.js';
 import { Role } from './src/roles/role.entity.js';
 import { Token } from './src/tokens/token.entity.js';
@@ -19,15 +21,27 @@ export type QueryListener = (sql: string) => void;
  * The ORM options for one PostgreSQL server: the external one from DATABASE_URL, or the embedded
  * PGlite reached through its socket server. Same driver and same migrations either way.
  */
-export function ormOptions(clientUrl: string, poolSize = 10, onQuery?: QueryListener): Options {
+export function ormOptions(
+  clientUrl: string,
+  options: { poolSize?: number; onQuery?: QueryListener; embedded?: boolean } = {},
+): Options {
+  const { poolSize = 10, onQuery, embedded = false } = options;
   return defineConfig({
     clientUrl,
+    // On PostgreSQL, values travel as bind parameters, never in the SQL text. The embedded PGlite is
+    // one session behind a socket server that queues each protocol message on its own, so the
+    // several messages of a parameterized statement from two connections would interleave there;
+    // it gets MikroORM's own statements, with values escaped into the text.
+    ...(embedded ? {} : { driver: BoundParametersDriver }),
     entities,
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],
     migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     forceUtcTimezone: true,
     pool: { min: 0, max: poolSize },
+    // Passed to the pg Pool: a wait for a free connection ends (as a 503), and a connection lost
+    // while in use never stays checked out.
+    driverOptions: { connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS, onPoolCreated: releaseClientsThatLoseTheirConnection },
     // Requests use their own fork of the EntityManager; the global one must never collect state.
     allowGlobalContext: false,
     debug: false,

@@ -502,6 +502,45 @@ describe('a database that goes away', () => {
   });
 });
 
+describe('connections that PostgreSQL terminates while requests use them', () => {
+  const external = process.env.DATABASE_URL ? test : test.skip;
+  external('answers 503 meanwhile (never a 500) and serves again at once: no connection stays checked out', async () => {
+    const database = new URL(svc.config.databaseUrl!).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    const statuses: number[] = [];
+    let running = true;
+    const load = Array.from({ length: 6 }, async (_, k) => {
+      for (let i = 0; running; i++) {
+        const reply =
+          k % 2
+            ? await svc.graphql('{ users(pageSize: 30) { data { id tokens { total } roles { total } } } }')
+            : await svc.request('POST', '/token/', { body: { userID: 1, accessToken: `killed-${k}-${i}-${randomBytes(4).toString('hex')}` } });
+        statuses.push(reply.status);
+      }
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 8; i++) {
+        await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    } finally {
+      running = false;
+      await Promise.all(load);
+      await admin.end();
+    }
+    expect(statuses.filter((s) => ![200, 201, 503].includes(s))).toEqual([]);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0); // the kills did hit requests
+    // More requests than the pool has connections (4 here): none waits for a leaked one.
+    for (let i = 0; i < 10; i++) {
+      const res = await fetch(`${svc.url}/user/?pageSize=1`, { headers: { Authorization: `Bearer ${svc.adminToken}` }, signal: AbortSignal.timeout(5_000) });
+      expect(res.status).toBe(200);
+    }
+    expect((await fetch(`${svc.url}/readyz`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
+  });
+});
+
 describe('every reply of this file', () => {
   test('X-Request-Id everywhere; no 500; no password/rememberToken keys; no SQL text or stack in error bodies', () => {
     expect(replies.length).toBeGreaterThan(80);

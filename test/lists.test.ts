@@ -455,6 +455,24 @@ describe('filter', () => {
 });
 
 describe('values are plain values (no SQL injection)', () => {
+  // On the embedded database values are escaped into the statement instead (see mikro-orm.config.ts).
+  const onPostgreSQL = process.env.DATABASE_URL ? test : test.skip;
+  onPostgreSQL('values travel as bind parameters: no statement sent carries a filter value, a written value or the bearer', async () => {
+    const marker = `Mark'er-${randomBytes(4).toString('hex')}`;
+    svc.queries.length = 0;
+    const created = await call('POST', '/user/', { body: { firstName: `${G}-bound`, lastName: marker, outKey: marker } });
+    expect(created.status).toBe(201);
+    const listed = await list('user', { filter: { lastName: marker, or: [{ outKey: { like: `${marker}%` } }, { status: { in: [7, 8] } }] } });
+    expect(dataIds(listed)).toEqual([created.body.id]);
+    const sent = svc.queries.join('\n');
+    expect(sent).not.toContain(marker.slice(5)); // neither the value nor its escaped form
+    expect(sent).not.toContain(svc.adminToken);
+    expect(sent).toMatch(/"last_name" = \$\d+/);
+    expect(sent).toMatch(/in \(\$\d+, \$\d+\)/);
+    expect(sent).toMatch(/access_token_hash = \$1/);
+    expect((await call('DELETE', `/user/${created.body.id}`)).status).toBe(204);
+  });
+
   test('SQL-looking values match nothing and change nothing', async () => {
     const before = await liveUserCount();
     const [{ count: tokensBefore }] = await svc.sql<{ count: string }>('select count(*) from tokens');

@@ -30,7 +30,7 @@ export async function openDatabase(
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, config.poolSize, options.onQuery));
+    orm = await MikroORM.init(ormOptions(url, { poolSize: config.poolSize, onQuery: options.onQuery, embedded: embedded !== undefined }));
   } catch (err) {
     await embedded?.stop();
     throw err;

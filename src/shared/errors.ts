@@ -98,7 +98,7 @@ export function asAppError(err: unknown): AppError | null {
   const code = (err as { code?: unknown } | null)?.code;
   const unreachable =
     (typeof code === 'string' && UNREACHABLE.test(code)) ||
-    /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed/i.test(
+    /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed|not queryable|connection to PostgreSQL ended/i.test(
       (err as Error | null)?.message ?? '',
     );
   if (unreachable) return new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly');
