@@ -310,3 +310,61 @@ describe('limits count what runs, fragments expanded', () => {
     expect(over.body.errors[0].message).toMatch(/costs 84001; at most 20000/);
   });
 });
+
+describe('the root fields of one mutation succeed or fail together', () => {
+  const usersNamed = async (lastName: string) =>
+    (await svc.sql<{ n: string }>('select count(*) as n from users where last_name = ?', [lastName]))[0].n;
+
+  test('a later field that fails undoes the earlier ones; data is null', async () => {
+    const name = uniq('atomic');
+    const res = await svc.graphql(`mutation {
+      a: createUser(input: { firstName: "Atom", lastName: "${name}" }) { id }
+      b: createUser(input: { firstName: "Atom", lastName: "${'x'.repeat(300)}" }) { id } }`);
+    expect(res.body.data).toBeNull();
+    expect(res.body.errors[0]).toMatchObject({ path: ['b'], extensions: { code: 'BAD_USER_INPUT' } });
+    expect(Number(await usersNamed(name))).toBe(0);
+  });
+
+  test("the README's link-then-set-right: a missing link undoes the link made before it", async () => {
+    const { createUser } = await gql(`mutation { createUser(input: { firstName: "Grant", lastName: "${uniq('g')}" }) { id } }`);
+    const { createApplication } = await gql(`mutation { createApplication(input: { name: "${uniq('app')}" }) { id } }`);
+    const res = await svc.graphql(`mutation {
+      linkUserApplications(id: ${createUser.id}, applicationIDs: [${createApplication.id}])
+      updateUserApplication(id: ${createUser.id}, applicationID: 987654321, right: 7) { right } }`);
+    expect(res.body.data).toBeNull();
+    expect(res.body.errors[0].extensions.code).toBe('NOT_FOUND');
+    expect((await svc.request('GET', `/user/${createUser.id}/application/`)).body.total).toBe(0);
+  });
+
+  test('when every field succeeds, all are kept; later fields see what earlier ones wrote', async () => {
+    const name = uniq('kept');
+    const { a } = await gql(`mutation { a: createUser(input: { firstName: "Kept", lastName: "${name}" }) { id } }`);
+    const data = await gql(`mutation {
+      p: patchUser(id: ${a.id}, input: { firstName: "Renamed" }) { id }
+      t: createToken(input: { userID: ${a.id}, accessToken: "${uniq('seen')}" }) { user { firstName } }
+      s: applyUserID }`);
+    expect(data.t.user.firstName).toBe('Renamed');
+    expect((await svc.request('GET', `/user/${a.id}`)).body.firstName).toBe('Renamed');
+    expect((await svc.request('GET', `/token/?filter=${encodeURIComponent(JSON.stringify({ userID: Number(a.id) }))}`)).body.total).toBe(1);
+  });
+
+  test('an error in a nested field of a result does not undo the write', async () => {
+    const writer = await svc.tokenWith('user:write user:read');
+    const name = uniq('nested');
+    const res = await svc.graphql(`mutation { createUser(input: { firstName: "N", lastName: "${name}" }) { id tokens { total } } }`, undefined, { token: writer });
+    expect(res.body.data.createUser).toMatchObject({ id: expect.any(String), tokens: null });
+    expect(res.body.errors[0]).toMatchObject({ path: ['createUser', 'tokens'], extensions: { code: 'FORBIDDEN' } });
+    expect(Number(await usersNamed(name))).toBe(1);
+  });
+
+  test('concurrent mutations whose results read nested lists do not starve the pool (4 connections here)', async () => {
+    const started = Date.now();
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        svc.graphql(`mutation { createUser(input: { firstName: "Busy", lastName: "${uniq(`busy${i}`)}" }) { id tokens { total } roles { total } applications { total } } }`),
+      ),
+    );
+    expect(replies.map((r) => [r.status, r.body.errors])).toEqual(Array(12).fill([200, undefined]));
+    expect(Date.now() - started).toBeLessThan(8_000); // a starved pool would wait out its 10 s timeout
+  });
+});

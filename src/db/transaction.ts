@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 
 /** PostgreSQL's way of saying "this transaction lost a race with another one; run it again". */
@@ -6,15 +7,57 @@ export const RETRYABLE_CODES: ReadonlySet<string> = new Set(['40P01', '40001']);
 const ATTEMPTS = 4;
 
 /**
- * Runs `work` in a transaction of its own; when PostgreSQL aborts it as one side of a deadlock
- * (two requests locking the same rows in opposite orders, such as a token's update against its
- * owner's deletion), runs it again from the start after a short random pause, up to 4 times.
- * `work` must therefore only read and write through `em`, which is fresh on every attempt.
+ * One transaction that several service calls join: what makes the root fields of one GraphQL
+ * mutation succeed or fail together. A scope is opened around a request; `beginShared` starts
+ * the transaction in it, `endShared` commits or rolls it back.
+ */
+interface SharedScope {
+  em?: EntityManager;
+}
+const scopes = new AsyncLocalStorage<SharedScope>();
+
+/** Runs `work` in a scope where `beginShared` may open a transaction for every service call in it. */
+export const withSharedScope = <T>(work: () => Promise<T>): Promise<T> => scopes.run({}, work);
+
+export async function beginShared(orm: MikroORM): Promise<void> {
+  const scope = scopes.getStore();
+  if (!scope || scope.em) throw new Error('beginShared needs a scope without a transaction');
+  const em = orm.em.fork();
+  await em.begin();
+  scope.em = em;
+}
+
+/** Commits (`commit: true`) or rolls back the scope's transaction, if one is open. */
+export async function endShared(commit: boolean): Promise<void> {
+  const scope = scopes.getStore();
+  const em = scope?.em;
+  if (!em) return;
+  scope.em = undefined;
+  if (commit) await em.commit();
+  else await em.rollback();
+}
+
+/**
+ * The EntityManager for a read. Inside a shared transaction it runs on that transaction's
+ * connection: it sees the transaction's own writes, and it needs no second connection (two
+ * requests that each held one and waited for another could exhaust the pool).
+ */
+export function readerOf(orm: MikroORM): EntityManager {
+  const shared = scopes.getStore()?.em;
+  return shared ? shared.fork({ keepTransactionContext: true }) : orm.em.fork();
+}
+
+/**
+ * Runs `work` in a transaction of its own, or, inside a shared transaction, in a savepoint of it.
+ * When PostgreSQL aborts it as one side of a deadlock (two requests locking the same rows in
+ * opposite orders, such as a token's update against its owner's deletion), runs it again from
+ * the start after a short random pause, up to 4 times. `work` must therefore only read and write
+ * through `em`, which is fresh on every attempt.
  */
 export async function transaction<T>(orm: MikroORM, work: (em: EntityManager) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await orm.em.fork().transactional(work);
+      return await (scopes.getStore()?.em ?? orm.em.fork()).transactional(work);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (attempt >= ATTEMPTS || typeof code !== 'string' || !RETRYABLE_CODES.has(code)) throw err;

@@ -8,6 +8,7 @@ import { authenticate, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import type { AppContext, AppState } from '../http/context.js';
+import { endShared, withSharedScope } from '../db/transaction.js';
 import { failureOf } from '../http/errors.js';
 import { jsonBody } from '../http/middleware.js';
 import type { Services } from '../services.js';
@@ -16,6 +17,7 @@ import type { Logger } from '../shared/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { costLimitPlugin, GRAPHQL_LIMITS, sizeLimitRule } from './limits.js';
+import { mutationTransactionPlugin } from './mutations.js';
 import { graphQLSchema } from './schema.js';
 
 const METHODS = ['GET', 'HEAD', 'POST'];
@@ -73,6 +75,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
       introspection ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       errorsPlugin(log),
       costLimitPlugin(),
+      mutationTransactionPlugin(db.orm, log),
     ],
   });
   await apollo.start();
@@ -120,17 +123,24 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
         });
       }
       callers.set(ctx, await callerFor(ctx));
-      if (ctx.method === 'HEAD') {
-        // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
-        ctx.method = 'GET';
+      // The scope a mutation's transaction lives in; settled before the answer, and never left open.
+      await withSharedScope(async () => {
         try {
-          await serveApollo(ctx, next);
+          if (ctx.method === 'HEAD') {
+            // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
+            ctx.method = 'GET';
+            try {
+              await serveApollo(ctx, next);
+            } finally {
+              ctx.method = 'HEAD';
+            }
+          } else {
+            await serveApollo(ctx, next);
+          }
         } finally {
-          ctx.method = 'HEAD';
+          await endShared(false);
         }
-      } else {
-        await serveApollo(ctx, next);
-      }
+      });
     } catch (err) {
       const known = failureOf(err, ctx, log);
       ctx.status = known.status;

@@ -2,7 +2,7 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
-import { transaction } from '../db/transaction.js';
+import { readerOf, transaction } from '../db/transaction.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { findPagesByParent } from '../list/pages.js';
 import { Role } from '../roles/role.entity.js';
@@ -128,7 +128,7 @@ async function listLinks<L extends object>(
   requirePermission(caller, 'user:read');
   const userId = parseId(rawUserId);
   const q = compileList(input, fields);
-  const em = orm.em.fork();
+  const em = readerOf(orm);
   await requireLiveUser(em, userId);
   const where = { $and: [{ user: userId, deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
   const [data, total] = await em.findAndCount(entity, where, {
@@ -147,7 +147,7 @@ async function listLinksForUsers<L extends { user: number }>(
   requirePermission(caller, 'user:read');
   const q = compileList(input, fields);
   const where = { $and: [{ deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
-  return findPagesByParent(orm.em.fork(), entity, { parent: 'user', parentIds: userIds, where, list: q, populate: [relation] });
+  return findPagesByParent(readerOf(orm), entity, { parent: 'user', parentIds: userIds, where, list: q, populate: [relation] });
 }
 
 export function linkService(orm: MikroORM) {
@@ -181,7 +181,7 @@ export function linkService(orm: MikroORM) {
       requirePermission(caller, 'user:read');
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
-      return findApplicationLink(orm.em.fork(), userId, applicationId, false);
+      return findApplicationLink(readerOf(orm), userId, applicationId, false);
     },
 
     /** PUT of a link's right; never creates a link (404 when there is none). */

@@ -7,7 +7,7 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission, type Caller, type Resource } from '../auth/caller.js';
-import { transaction } from '../db/transaction.js';
+import { readerOf, transaction } from '../db/transaction.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, type WritableFields } from './input.js';
@@ -140,7 +140,7 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
     async list(caller: Caller, input: ListInput): Promise<Page<E>> {
       requirePermission(caller, read);
       const q = compileList(input, def.listFields);
-      const em = orm.em.fork();
+      const em = readerOf(orm);
       const where = { $and: [{ deletedAt: null }, q.where] } as FilterQuery<E>;
       const [data, total] = await em.findAndCount(def.entity, where, {
         orderBy: q.orderBy as never,
@@ -153,13 +153,13 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
     /** The live record, or null (GraphQL's single-record queries answer null). */
     async find(caller: Caller, rawId: unknown): Promise<E | null> {
       requirePermission(caller, read);
-      return orm.em.fork().findOne(def.entity, live(parseId(rawId)));
+      return readerOf(orm).findOne(def.entity, live(parseId(rawId)));
     },
 
     async get(caller: Caller, rawId: unknown): Promise<E> {
       requirePermission(caller, read);
       const id = parseId(rawId);
-      const record = await orm.em.fork().findOne(def.entity, live(id));
+      const record = await readerOf(orm).findOne(def.entity, live(id));
       if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
       return record;
     },

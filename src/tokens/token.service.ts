@@ -8,6 +8,7 @@ import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
 import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
+import { readerOf } from '../db/transaction.js';
 
 export const TOKEN_WRITABLE: WritableFields = {
   userID: { kind: 'id', required: true },
@@ -102,7 +103,7 @@ export function tokenService(orm: MikroORM) {
     ...crud,
     /** The calling token itself (GraphQL `viewer`): any valid token may read its own record. */
     async viewer(caller: Caller): Promise<Token> {
-      const token = await orm.em.fork().findOne(Token, { id: caller.tokenId, deletedAt: null });
+      const token = await readerOf(orm).findOne(Token, { id: caller.tokenId, deletedAt: null });
       if (!token) throw AppError.notFound('the calling token no longer exists');
       return token;
     },
@@ -111,7 +112,7 @@ export function tokenService(orm: MikroORM) {
       requirePermission(caller, 'token:read');
       const q = compileList(input, TOKEN_LIST_FIELDS);
       const where = { $and: [{ deletedAt: null }, q.where] } as FilterQuery<Token>;
-      return findPagesByParent(orm.em.fork(), Token, { parent: 'user', parentIds: userIds, where, list: q });
+      return findPagesByParent(readerOf(orm), Token, { parent: 'user', parentIds: userIds, where, list: q });
     },
   };
 }

@@ -5,6 +5,7 @@ import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import { readWriteBody, type WritableFields } from '../shared/input.js';
 import { User } from './user.entity.js';
+import { readerOf } from '../db/transaction.js';
 
 export const USER_WRITABLE: WritableFields = {
   ref: { kind: 'safeInt' },
@@ -54,7 +55,7 @@ export function userService(orm: MikroORM) {
     /** Live users by id, in one statement (GraphQL's Token.user); absent ids are simply missing. */
     async findMany(caller: Caller, ids: readonly number[]): Promise<User[]> {
       requirePermission(caller, 'user:read');
-      return orm.em.fork().find(User, { id: { $in: [...ids] }, deletedAt: null });
+      return readerOf(orm).find(User, { id: { $in: [...ids] }, deletedAt: null });
     },
     /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
     async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<User> {
