@@ -118,6 +118,15 @@ describe('authentication comes before the document', () => {
       const res = await prod.graphql('{ user(id: 1) { fistName } }');
       expect(res.status).toBe(400);
       expect(res.body.errors[0].message).not.toMatch(/did you mean|firstName/i);
+      // Variables too: an unknown input field, an enum value in the wrong case.
+      for (const [query, variables] of [
+        ['query($o: UserFilter) { users(filter: $o) { total } }', { o: { lastNam: { eq: 'x' } } }],
+        ['query($o: [UserOrderBy!]) { users(orderBy: $o) { total } }', { o: [{ lastName: 'desc' }] }],
+      ] as const) {
+        const variable = await prod.graphql(query, variables as Record<string, unknown>);
+        expect(variable.status).toBe(400);
+        expect(variable.body.errors[0].message).not.toMatch(/did you mean|"DESC"|"ASC"/i);
+      }
     } finally {
       await prod.stop();
     }
@@ -139,16 +148,28 @@ describe('errors', () => {
       i: { firstName: 'a', lastName: 'b', password: 'hunter2', rememberToken: 'rt-secret' },
     });
     expect(res.status).toBe(400);
-    expect(res.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'i' });
+    expect(res.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: '$i', details: [{ field: '$i', message: expect.any(String) }] });
     expect(res.body.errors[0].message).toMatch(/"password" is not defined/);
     expect(res.text).not.toMatch(/hunter2|rt-secret/);
 
     const secret = uniq('secret-token');
     const typed = await svc.graphql('mutation($i: TokenInput!) { createToken(input: $i) { id } }', { i: { userID: '1', accessToken: secret, scope: 5 } });
     expect(typed.status).toBe(400);
-    expect(typed.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'i.scope' });
+    expect(typed.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: '$i.scope' });
     expect(typed.text).not.toContain(secret);
     expect(svc.logLines.join('\n')).not.toContain(secret);
+    // Nor a value of the wrong type: a list, an object, an enum name, a number for an ID.
+    for (const [query, variables] of [
+      ['mutation($i: TokenInput!) { createToken(input: $i) { id } }', { i: { userID: 1, accessToken: ['SECRET-LIST'] } }],
+      ['query($s: String!) { tokens(filter: { accessToken: { eq: $s } }) { total } }', { s: { 'SECRET-KEY': 1 } }],
+      ['query($o: [UserOrderBy!]) { users(orderBy: $o) { total } }', { o: [{ lastName: 'SECRET-ENUM' }] }],
+      ['query($r: SafeInt) { users(filter: { ref: { eq: $r } }) { total } }', { r: 'SECRET-SAFEINT' }],
+    ] as const) {
+      const res = await svc.graphql(query, variables as Record<string, unknown>);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: expect.stringMatching(/^\$/) });
+      expect(res.text).not.toMatch(/SECRET/);
+    }
   });
 
   test('a literal argument of the wrong type is BAD_USER_INPUT naming the argument', async () => {
@@ -157,7 +178,8 @@ describe('errors', () => {
       ['mutation { updateUserStatus(id: 1, status: "x") { id } }', 'status'],
       ['mutation { createUser(input: { firstName: "a", lastName: "b", status: 1.5 }) { id } }', 'input.status'],
       ['mutation { createUser(input: { firstName: "a", lastName: "b", password: "hunter2" }) { id } }', 'input.password'],
-      ['{ users(filter: { or: [{ status: { in: [1, "two"] } }] }) { total } }', 'filter.or.status.in'],
+      ['{ users(filter: { or: [{ status: { in: [1, "two"] } }] }) { total } }', 'filter.or[0].status.in[1]'],
+      ['{ users(orderBy: [{ id: ASC }, { lastName: desc }]) { total } }', 'orderBy[1].lastName'],
     ];
     for (const [query, field] of cases) {
       const res = await svc.graphql(query);
@@ -168,6 +190,30 @@ describe('errors', () => {
         field,
       });
     }
+  });
+
+  test('errors Apollo answers before GraphQL runs carry the requestId too; a mutation over GET is METHOD_NOT_ALLOWED', async () => {
+    const H = { Authorization: `Bearer ${svc.adminToken}` };
+    const replies: Reply[] = [
+      await svc.graphql('', undefined, { rawBody: '{}' }),
+      await svc.graphql('', undefined, { rawBody: '{"query": 1}' }),
+      await svc.graphql('', undefined, { rawBody: '{"query": "{ viewer { id } }", "variables": [1]}' }),
+      await svc.graphql('', undefined, { rawBody: '[{"query": "{ viewer { id } }"}]' }),
+    ];
+    for (const url of [`/graphql?query=${encodeURIComponent('{ viewer { id } }')}`, `/graphql?query=${encodeURIComponent('{ viewer { id } }')}&variables=%7Bbad`]) {
+      const response = await fetch(svc.url + url, { headers: url.includes('variables') ? { ...H, 'apollo-require-preflight': 'true' } : H });
+      replies.push({ status: response.status, headers: response.headers, body: await response.json(), text: '' });
+    }
+    for (const res of replies) {
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.requestId).toBe(res.headers.get('x-request-id'));
+    }
+    const mutation = await fetch(`${svc.url}/graphql?query=${encodeURIComponent('mutation { applyUserID }')}`, {
+      headers: { ...H, 'apollo-require-preflight': 'true' },
+    });
+    expect(mutation.status).toBe(405);
+    const body = (await mutation.json()) as any;
+    expect(body.errors[0].extensions).toMatchObject({ code: 'METHOD_NOT_ALLOWED', requestId: mutation.headers.get('x-request-id') });
   });
 
   test('persisted queries are not offered: a clear PERSISTED_QUERY_NOT_SUPPORTED, nothing logged as an error', async () => {
@@ -193,7 +239,7 @@ describe('values the database would refuse are BAD_USER_INPUT', () => {
     const variable = await failure('mutation($e: DateTime) { createToken(input: { userID: 1, accessToken: "x", expireAt: $e }) { id } }', {
       e: '9999-12-31T23:59:59-23:59',
     });
-    expect(variable).toMatchObject({ status: 400, error: { extensions: { code: 'BAD_USER_INPUT', field: 'e' } } });
+    expect(variable).toMatchObject({ status: 400, error: { extensions: { code: 'BAD_USER_INPUT', field: '$e' } } });
     expect(variable.error.message).toMatch(/9999-12-31/);
     const filter = await failure('{ tokens(filter: { expireAt: { gt: "0001-01-01T00:00:00+01:00" } }) { total } }');
     expect(filter).toMatchObject({ status: 400, error: { extensions: { code: 'BAD_USER_INPUT', field: 'filter.expireAt.gt' } } });
@@ -235,6 +281,16 @@ describe('values the database would refuse are BAD_USER_INPUT', () => {
     expect(filter.error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'filter.id.eq' });
     const one = await failure(`{ user(id: "0${userID}") { id } }`);
     expect(one.error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'id' });
+  });
+});
+
+describe('typed filters carry every operator of the list language', () => {
+  test('isNull on ID, Int and SafeInt fields too (never null there: true matches none, false all)', async () => {
+    const { users: all } = await gql('{ users { total } }');
+    for (const field of ['id', 'status', 'ref']) {
+      expect((await gql(`{ users(filter: { ${field}: { isNull: true } }) { total } }`)).users.total).toBe(0);
+      expect((await gql(`{ users(filter: { ${field}: { isNull: false } }) { total } }`)).users.total).toBe(all.total);
+    }
   });
 });
 

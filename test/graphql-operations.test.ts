@@ -146,7 +146,7 @@ describe('users', () => {
     { input: { firstName: 'X', lastName: 'Y', avatarUrl: 'x'.repeat(2049) }, field: 'avatarUrl' },
     { input: { firstName: 'X', lastName: 'Y', outKey: 'k'.repeat(256) }, field: 'outKey' },
   ])('createUser with a bad $field: BAD_USER_INPUT naming it; nothing stored', async ({ input, field }) => {
-    await changesNothing(() => fail(CREATE_USER, { input }, 'BAD_USER_INPUT', field));
+    await changesNothing(() => fail(CREATE_USER, { input }, 'BAD_USER_INPUT', `input.${field}`));
   });
 
   test('user(id): null (not an error) for an absent or a deleted user; BAD_USER_INPUT for a malformed id', async () => {
@@ -195,7 +195,7 @@ describe('users', () => {
   test('updateUser with a bad field: BAD_USER_INPUT naming it; the record is unchanged', async () => {
     const user = await gqlUser();
     await changesNothing(() =>
-      fail(`mutation($id: ID!) { updateUser(id: $id, input: {firstName: "A", lastName: "${'z'.repeat(256)}"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'lastName'),
+      fail(`mutation($id: ID!) { updateUser(id: $id, input: {firstName: "A", lastName: "${'z'.repeat(256)}"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'input.lastName'),
     );
   });
 
@@ -268,10 +268,10 @@ describe('users', () => {
   test('patchUser: null on firstName (not nullable) is BAD_USER_INPUT naming firstName; nothing changes', async () => {
     const user = await gqlUser();
     await changesNothing(() =>
-      fail(`mutation($id: ID!) { patchUser(id: $id, input: {firstName: null, lastName: "Changed"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'firstName'),
+      fail(`mutation($id: ID!) { patchUser(id: $id, input: {firstName: null, lastName: "Changed"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'input.firstName'),
     );
     await changesNothing(() =>
-      fail(`mutation($id: ID!, $input: UserPatch!) { patchUser(id: $id, input: $input) { id } }`, { id: user.id, input: { status: null } }, 'BAD_USER_INPUT', 'status'),
+      fail(`mutation($id: ID!, $input: UserPatch!) { patchUser(id: $id, input: $input) { id } }`, { id: user.id, input: { status: null } }, 'BAD_USER_INPUT', 'input.status'),
     );
     expect((await run(GET_USER, { id: user.id })).user).toEqual(user);
   });
@@ -521,7 +521,7 @@ describe('tokens', () => {
     await run(CREATE_TOKEN, { input: { userID: owner.id, accessToken } });
     await changesNothing(async () => {
       const error = await fail(CREATE_TOKEN, { input: { userID: owner.id, accessToken } }, 'CONFLICT');
-      expect(error.extensions.field).toBe('accessToken');
+      expect(error.extensions.field).toBe('input.accessToken');
       expect(error.message).not.toContain(accessToken);
     });
   });
@@ -534,13 +534,13 @@ describe('tokens', () => {
     { what: 'a too long scope', input: { userID: 'OWNER', accessToken: 'a', scope: 's'.repeat(256) }, field: 'scope' },
   ])('createToken with $what: BAD_USER_INPUT naming $field; nothing stored', async ({ input, field }) => {
     const given = { ...input, userID: input.userID === 'OWNER' ? owner.id : input.userID };
-    await changesNothing(() => fail(CREATE_TOKEN, { input: given }, 'BAD_USER_INPUT', field));
+    await changesNothing(() => fail(CREATE_TOKEN, { input: given }, 'BAD_USER_INPUT', `input.${field}`));
   });
 
   test('createToken for a deleted user is BAD_USER_INPUT naming userID', async () => {
     const gone = await gqlUser();
     await run(`mutation($id: ID!) { destroyUser(id: $id) }`, { id: gone.id });
-    await changesNothing(() => fail(CREATE_TOKEN, { input: { userID: gone.id, accessToken: fresh('t') } }, 'BAD_USER_INPUT', 'userID'));
+    await changesNothing(() => fail(CREATE_TOKEN, { input: { userID: gone.id, accessToken: fresh('t') } }, 'BAD_USER_INPUT', 'input.userID'));
   });
 
   test('token(id): null for an absent or deleted token', async () => {
@@ -621,9 +621,9 @@ describe('tokens', () => {
     await run(CREATE_TOKEN, { input: { userID: owner.id, accessToken: taken } });
     const { createToken } = await run(CREATE_TOKEN, { input: { userID: owner.id, accessToken: fresh('mine') } });
     const PATCH = `mutation($id: ID!, $input: TokenPatch!) { patchToken(id: $id, input: $input) { id } }`;
-    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { accessToken: null } }, 'BAD_USER_INPUT', 'accessToken'));
-    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { accessToken: taken, scope: 'x' } }, 'CONFLICT', 'accessToken'));
-    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { userID: ABSENT } }, 'BAD_USER_INPUT', 'userID'));
+    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { accessToken: null } }, 'BAD_USER_INPUT', 'input.accessToken'));
+    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { accessToken: taken, scope: 'x' } }, 'CONFLICT', 'input.accessToken'));
+    await changesNothing(() => fail(PATCH, { id: createToken.id, input: { userID: ABSENT } }, 'BAD_USER_INPUT', 'input.userID'));
     await changesNothing(() => fail(PATCH, { id: ABSENT, input: { scope: 'x' } }, 'NOT_FOUND'));
     expect((await run(GET_TOKEN, { id: createToken.id })).token).toEqual(createToken);
   });
@@ -726,8 +726,8 @@ describe.each([
   test(`create${type} with a duplicate name: CONFLICT naming name; a bad name: BAD_USER_INPUT; nothing stored`, async () => {
     const name = fresh(one);
     await create(name);
-    await changesNothing(() => fail(CREATE, { input: { name } }, 'CONFLICT', 'name'));
-    await changesNothing(() => fail(CREATE, { input: { name: 'n'.repeat(256) } }, 'BAD_USER_INPUT', 'name'));
+    await changesNothing(() => fail(CREATE, { input: { name } }, 'CONFLICT', 'input.name'));
+    await changesNothing(() => fail(CREATE, { input: { name: 'n'.repeat(256) } }, 'BAD_USER_INPUT', 'input.name'));
   });
 
   test(`${many}: filter (StringFilter, IDFilter, DateTimeFilter, and/or/not), orderBy, page, pageSize`, async () => {
@@ -775,9 +775,9 @@ describe.each([
     const mine = await create(fresh(one));
     await changesNothing(() => fail(UPDATE, { id: ABSENT, input: { name: fresh('x') } }, 'NOT_FOUND'));
     await changesNothing(() => fail(PATCH, { id: ABSENT, input: { name: fresh('x') } }, 'NOT_FOUND'));
-    await changesNothing(() => fail(UPDATE, { id: mine.id, input: { name: taken.name } }, 'CONFLICT', 'name'));
-    await changesNothing(() => fail(PATCH, { id: mine.id, input: { name: taken.name } }, 'CONFLICT', 'name'));
-    await changesNothing(() => fail(PATCH, { id: mine.id, input: { name: null } }, 'BAD_USER_INPUT', 'name'));
+    await changesNothing(() => fail(UPDATE, { id: mine.id, input: { name: taken.name } }, 'CONFLICT', 'input.name'));
+    await changesNothing(() => fail(PATCH, { id: mine.id, input: { name: taken.name } }, 'CONFLICT', 'input.name'));
+    await changesNothing(() => fail(PATCH, { id: mine.id, input: { name: null } }, 'BAD_USER_INPUT', 'input.name'));
     await changesNothing(() => fail(UPDATE, { id: 'x1', input: { name: 'x' } }, 'BAD_USER_INPUT', 'id'));
   });
 

@@ -33,6 +33,21 @@ export function toGraphQLError(error: AppError): GraphQLError {
 }
 
 /**
+ * A write's service errors named as GraphQL holds the fields, inside the `input` argument:
+ * `input.lastName` (REST's body has them at the top, so the services say `lastName`). The record's
+ * own `id` is an argument of its own.
+ */
+export async function inInput<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (!(err instanceof AppError) || !err.details || (err.error !== 'BAD_REQUEST' && err.error !== 'CONFLICT')) throw err;
+    const details = err.details.map((d) => (d.field === 'id' ? d : { ...d, field: `input.${d.field}` }));
+    throw err.error === 'BAD_REQUEST' ? AppError.invalid(details) : AppError.conflict(err.message, details);
+  }
+}
+
+/**
  * The body of a /graphql answer that fails before GraphQL runs (no token, a body that is not JSON,
  * a wrong method, …): GraphQL's own shape, so that a GraphQL client reads it like any other error.
  * A request that is not JSON (415, 400) gets Apollo's BAD_REQUEST, as Apollo would answer it.
@@ -46,27 +61,51 @@ export function httpErrorBody(error: AppError, requestId: string) {
 const INVALID_VARIABLE = /^Variable "\$([^"]+)" got invalid value /;
 
 /**
+ * What a type refused, without the value it refused: graphql-js and graphql-scalars end such
+ * messages with the value (`Int cannot represent non-integer value: "…"`), and an enum's names
+ * it (`Value "…" does not exist in "SortDirection" enum.`).
+ */
+function withoutValue(message: string): string {
+  const enumValue = /^Value .* does not exist in "(\w+)" enum\./s.exec(message);
+  if (enumValue) return `the value is not one of the ${enumValue[1]} values.`;
+  return message.replace(/^(\S+ cannot represent [^:]*):.*$/s, '$1.');
+}
+
+/**
  * A variable that does not fit its type, said without repeating the value: graphql-js prints the
  * whole variable, which may hold an access token or a `password` the caller should not have sent.
+ * The field is the path inside the variable: `$input.status`.
  */
 function invalidVariable(error: GraphQLError): { message: string; field: string } | null {
   const m = INVALID_VARIABLE.exec(error.message);
   if (!m) return null;
   const why = error.originalError?.message;
-  let field = m[1];
+  let path = m[1];
   if (why && error.message.endsWith(`; ${why}`)) {
     const at = / at "([^"]+)"$/.exec(error.message.slice(0, -(why.length + 2)));
-    if (at) field = at[1];
+    if (at) path = at[1];
   }
-  return { message: `Variable "$${m[1]}" has an invalid value${field !== m[1] ? ` at "${field}"` : ''}${why ? `: ${why}` : ''}`, field };
+  const field = `$${path}`;
+  return { message: `Variable "$${m[1]}" has an invalid value${path !== m[1] ? ` at "${field}"` : ''}${why ? `: ${withoutValue(why)}` : ''}`, field };
 }
+
+/** `Did you mean "lastName"?` spells out the schema: dropped where introspection is off. */
+const withoutHints = (message: string) => message.replace(/\s*Did you mean [^?]*\?/g, '');
 
 /**
  * Apollo's formatError: service errors keep their message and code; GraphQL's own errors (syntax,
- * validation, variables) pass through, without echoed values; anything else is an
- * INTERNAL_SERVER_ERROR that says nothing of its cause (the errors plugin logs it).
+ * validation, variables) pass through, without echoed values, and with `field` and `details` when
+ * they are about one argument or variable; anything else is an INTERNAL_SERVER_ERROR that says
+ * nothing of its cause (the errors plugin logs it). `hideSchema`: no "Did you mean" hints.
  */
-export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+export function formatError(options: { hideSchema: boolean }) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const result = format(formatted, error);
+    return options.hideSchema ? { ...result, message: withoutHints(result.message) } : result;
+  };
+}
+
+function format(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const known = asAppError(unwrapResolverError(error));
   if (known) {
     const { message, extensions } = toGraphQLError(known);
@@ -74,13 +113,16 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   }
   const { stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
   const code = extensions.code;
+  const naming = (message: string, field: string) => ({ field, details: [{ field, message }] });
   if (code === 'BAD_USER_INPUT' && error instanceof GraphQLError) {
     const variable = invalidVariable(error);
-    if (variable) return { message: variable.message, locations: formatted.locations, extensions: { ...extensions, field: variable.field } };
+    if (variable) {
+      return { message: variable.message, locations: formatted.locations, extensions: { ...extensions, ...naming(variable.message, variable.field) } };
+    }
   }
   // A literal argument of the wrong type (`right: "x"`): the errors plugin named the argument.
   if (code === 'GRAPHQL_VALIDATION_FAILED' && typeof extensions.field === 'string') {
-    return { ...formatted, extensions: { ...extensions, code: 'BAD_USER_INPUT' } };
+    return { ...formatted, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(formatted.message, extensions.field) } };
   }
   // graphql-js stops checking that same-named fields can merge once that grows too costly.
   if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message === 'Validation aborted.') {
@@ -90,25 +132,33 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
 }
 
-/** `input.status` for a value node inside the argument `input`; null when the node is not in an argument. */
+/**
+ * `input.status`, `orderBy[0].lastName`: where a value node sits inside an argument; null when it
+ * is not in one. Walks the node's path from the document, so list positions are known.
+ */
 function argumentPath(document: DocumentNode, target: ASTNode): string | null {
-  let path: string | null = null;
+  let keys: readonly (string | number)[] | undefined;
   visit(document, {
-    enter(node, _key, parent, _path, ancestors) {
+    enter(node, _key, _parent, path) {
       if (node !== target) return undefined;
-      const names: string[] = [];
-      // `ancestors` stops above the parent, which visit() hands over on its own.
-      for (const step of [...ancestors, parent, node]) {
-        if (!step || Array.isArray(step)) continue;
-        const n = step as ASTNode;
-        if (n.kind === Kind.ARGUMENT) names.splice(0, names.length, n.name.value);
-        else if (n.kind === Kind.OBJECT_FIELD && names.length) names.push(n.name.value);
-      }
-      path = names.length ? names.join('.') : null;
+      keys = [...path];
       return BREAK;
     },
   });
-  return path;
+  if (!keys) return null;
+  let name: string | null = null;
+  let node: unknown = document;
+  let owner: string | undefined; // the kind of the last node passed: a ListValue's items get [i]
+  for (const key of keys) {
+    node = (node as Record<string | number, unknown>)[key];
+    if (Array.isArray(node)) continue;
+    const step = node as ASTNode;
+    if (typeof key === 'number' && owner === Kind.LIST && name !== null) name += `[${key}]`;
+    if (step.kind === Kind.ARGUMENT) name = step.name.value;
+    else if (step.kind === Kind.OBJECT_FIELD && name !== null) name += `.${step.name.value}`;
+    owner = step.kind;
+  }
+  return name;
 }
 
 /**

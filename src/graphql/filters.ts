@@ -18,6 +18,7 @@ export class IDFilter {
   @Field(() => ID, { nullable: true }) lte?: string;
   @Field(() => [ID], { nullable: true }) in?: string[];
   @Field(() => [ID], { nullable: true }) nin?: string[];
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
 }
 
 @InputType({ description: 'Conditions on a 32-bit integer field.' })
@@ -30,6 +31,7 @@ export class IntFilter {
   @Field(() => Int, { nullable: true }) lte?: number;
   @Field(() => [Int], { nullable: true }) in?: number[];
   @Field(() => [Int], { nullable: true }) nin?: number[];
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
 }
 
 @InputType({ description: 'Conditions on a safe-integer field.' })
@@ -42,6 +44,7 @@ export class SafeIntFilter {
   @Field(() => SafeIntResolver, { nullable: true }) lte?: number;
   @Field(() => [SafeIntResolver], { nullable: true }) in?: number[];
   @Field(() => [SafeIntResolver], { nullable: true }) nin?: number[];
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
 }
 
 @InputType({ description: 'Conditions on a text field; like/ilike take SQL patterns with % and _.' })

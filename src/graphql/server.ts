@@ -44,6 +44,26 @@ function runsWithoutToken(ctx: AppContext): boolean {
   return operation !== undefined && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
 }
 
+/**
+ * Apollo answers some requests before any plugin sees them (CSRF prevention, variables that are
+ * not JSON, a batch, a mutation over GET): their errors get the request id as well, and a 405 the
+ * code its status means.
+ */
+function completeEarlyErrors(ctx: AppContext): void {
+  if (ctx.status < 400 || typeof ctx.body !== 'string') return;
+  let body: { errors?: { extensions?: Record<string, unknown> }[] };
+  try {
+    body = JSON.parse(ctx.body);
+  } catch {
+    return;
+  }
+  if (!Array.isArray(body?.errors)) return;
+  for (const error of body.errors) {
+    error.extensions = { ...error.extensions, ...(ctx.status === 405 ? { code: 'METHOD_NOT_ALLOWED' } : {}), requestId: ctx.state.requestId };
+  }
+  ctx.body = JSON.stringify(body);
+}
+
 export interface GraphQLEndpoint {
   middleware: Middleware<AppState>;
   stop(): Promise<void>;
@@ -70,7 +90,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     validationRules: [sizeLimitRule],
-    formatError,
+    formatError: formatError({ hideSchema: !introspection }),
     plugins: [
       introspection ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       errorsPlugin(log),
@@ -137,6 +157,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
           } else {
             await serveApollo(ctx, next);
           }
+          completeEarlyErrors(ctx);
         } finally {
           await endShared(false);
         }

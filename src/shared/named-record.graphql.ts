@@ -1,6 +1,7 @@
 import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import type { Services } from '../services.js';
@@ -78,17 +79,17 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
 
     @Mutation(() => RecordType, { name: `create${type}` })
     async create(@Arg('input', () => RecordInput) input: RecordInput, @Ctx() ctx: GraphQLContext) {
-      return presentNamed(await serviceOf(ctx).create(callerOf(ctx), input));
+      return presentNamed(await inInput(serviceOf(ctx).create(callerOf(ctx), input)));
     }
 
     @Mutation(() => RecordType, { name: `update${type}`, description: 'Replaces every writable field.' })
     async replace(@Arg('id', () => ID) id: string, @Arg('input', () => RecordInput) input: RecordInput, @Ctx() ctx: GraphQLContext) {
-      return presentNamed((await serviceOf(ctx).replace(callerOf(ctx), id, input)).record);
+      return presentNamed((await inInput(serviceOf(ctx).replace(callerOf(ctx), id, input))).record);
     }
 
     @Mutation(() => RecordType, { name: `patch${type}`, description: 'Changes only the fields given.' })
     async patch(@Arg('id', () => ID) id: string, @Arg('input', () => RecordPatch) input: RecordPatch, @Ctx() ctx: GraphQLContext) {
-      return presentNamed(await serviceOf(ctx).patch(callerOf(ctx), id, input));
+      return presentNamed(await inInput(serviceOf(ctx).patch(callerOf(ctx), id, input)));
     }
 
     @Mutation(() => Boolean, { name: `destroy${type}` })

@@ -1,6 +1,7 @@
 import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValue } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
@@ -122,17 +123,17 @@ export class TokenResolver {
 
   @Mutation(() => TokenType)
   async createToken(@Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
-    return presentToken(await ctx.services.tokens.create(callerOf(ctx), tokenBody(input)));
+    return presentToken(await inInput(ctx.services.tokens.create(callerOf(ctx), tokenBody(input))));
   }
 
   @Mutation(() => TokenType, { description: 'Replaces every writable field; creates the token on an id reserved by applyTokenID.' })
   async updateToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
-    return presentToken((await ctx.services.tokens.replace(callerOf(ctx), id, tokenBody(input))).record);
+    return presentToken((await inInput(ctx.services.tokens.replace(callerOf(ctx), id, tokenBody(input)))).record);
   }
 
   @Mutation(() => TokenType, { description: 'Changes only the fields given.' })
   async patchToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenPatch) input: TokenPatch, @Ctx() ctx: GraphQLContext) {
-    return presentToken(await ctx.services.tokens.patch(callerOf(ctx), id, tokenBody(input)));
+    return presentToken(await inInput(ctx.services.tokens.patch(callerOf(ctx), id, tokenBody(input))));
   }
 
   @Mutation(() => Boolean)

@@ -2,6 +2,7 @@ import { SafeIntResolver } from 'graphql-scalars';
 import { DateTime } from '../graphql/scalars.js';
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
+import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { presentPage } from '../shared/present.js';
@@ -99,17 +100,17 @@ export class UserResolver {
 
   @Mutation(() => UserType)
   async createUser(@Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
-    return presentUser(await ctx.services.users.create(callerOf(ctx), input));
+    return presentUser(await inInput(ctx.services.users.create(callerOf(ctx), input)));
   }
 
   @Mutation(() => UserType, { description: 'Replaces every writable field; creates the user on an id reserved by applyUserID.' })
   async updateUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
-    return presentUser((await ctx.services.users.replace(callerOf(ctx), id, input)).record);
+    return presentUser((await inInput(ctx.services.users.replace(callerOf(ctx), id, input))).record);
   }
 
   @Mutation(() => UserType, { description: 'Changes only the fields given.' })
   async patchUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserPatch) input: UserPatch, @Ctx() ctx: GraphQLContext) {
-    return presentUser(await ctx.services.users.patch(callerOf(ctx), id, input));
+    return presentUser(await inInput(ctx.services.users.patch(callerOf(ctx), id, input)));
   }
 
   @Mutation(() => UserType)
