@@ -404,6 +404,15 @@ describe('the root fields of one mutation succeed or fail together', () => {
     expect((await svc.request('GET', `/token/?filter=${encodeURIComponent(JSON.stringify({ userID: Number(a.id) }))}`)).body.total).toBe(1);
   });
 
+  test('one root field needs no shared transaction: no savepoint; several share one', async () => {
+    svc.queries.length = 0;
+    await gql(`mutation { createUser(input: { firstName: "One", lastName: "${uniq('one')}" }) { id } }`);
+    expect(svc.queries.filter((q) => /savepoint/i.test(q))).toEqual([]);
+    svc.queries.length = 0;
+    await gql(`mutation { a: createUser(input: { firstName: "Two", lastName: "${uniq('two')}" }) { id } b: applyUserID }`);
+    expect(svc.queries.filter((q) => /^savepoint/i.test(q.trim()))).toHaveLength(2);
+  });
+
   test('an error in a nested field of a result does not undo the write', async () => {
     const writer = await svc.tokenWith('user:write user:read');
     const name = uniq('nested');

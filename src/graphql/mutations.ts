@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Kind } from 'graphql';
 import { beginShared, endShared } from '../db/transaction.js';
 import { AppError, asAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
@@ -19,7 +20,11 @@ export function mutationTransactionPlugin(orm: MikroORM, log: Logger): ApolloSer
     async requestDidStart() {
       return {
         async executionDidStart({ operation }) {
-          if (operation.operation === 'mutation') await beginShared(orm);
+          // One root field is atomic already (its service call is one transaction, committed
+          // before its nested fields read anything): the shared transaction is for several.
+          const [first, ...more] = operation.selectionSet.selections;
+          const single = more.length === 0 && first?.kind === Kind.FIELD;
+          if (operation.operation === 'mutation' && !single) await beginShared(orm);
         },
         async willSendResponse({ response, contextValue }) {
           if (response.body.kind !== 'single') return;
