@@ -16,21 +16,9 @@ afterAll(async () => {
 
 const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
-async function post(body: string | undefined, headers: Record<string, string> = {}, token: string | null = svc.adminToken): Promise<Reply> {
-  const response = await fetch(`${svc.url}/graphql`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...headers },
-    body,
-  });
-  const text = await response.text();
-  let parsed: any = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    parsed = null;
-  }
-  return { status: response.status, headers: response.headers, body: parsed, text };
-}
+/** POST /graphql with this body as-is (JSON content type unless `headers` says otherwise). */
+const post = (body: string | undefined, headers: Record<string, string> = {}, token: string | null = svc.adminToken): Promise<Reply> =>
+  svc.graphql('', undefined, { rawBody: body ?? '', headers, token });
 
 /** A GraphQL-shaped error answer: one error with this code and the request's id. */
 function expectGraphQLError(res: Reply, status: number, code: string): any {
