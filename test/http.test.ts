@@ -509,14 +509,20 @@ describe('connections that PostgreSQL terminates while requests use them', () =>
     const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await admin.connect();
     const statuses: number[] = [];
+    const graphQLCodes = new Set<string>();
     let running = true;
+    // REST writes, nested GraphQL reads, and mutations of several root fields (their shared
+    // transaction may fail to begin, commit or roll back on a terminated connection).
+    const requests = [
+      (k: number, i: number) => svc.request('POST', '/token/', { body: { userID: 1, accessToken: `killed-${k}-${i}-${randomBytes(4).toString('hex')}` } }),
+      () => svc.graphql('{ users(pageSize: 30) { data { id tokens { total } roles { total } } } }'),
+      (k: number, i: number) => svc.graphql(`mutation { a: createUser(input: {firstName: "K", lastName: "A"}) { id } b: createRole(input: {name: "killed-${k}-${i}"}) { id } }`),
+    ];
     const load = Array.from({ length: 6 }, async (_, k) => {
       for (let i = 0; running; i++) {
-        const reply =
-          k % 2
-            ? await svc.graphql('{ users(pageSize: 30) { data { id tokens { total } roles { total } } } }')
-            : await svc.request('POST', '/token/', { body: { userID: 1, accessToken: `killed-${k}-${i}-${randomBytes(4).toString('hex')}` } });
+        const reply = await requests[k % requests.length]!(k, i);
         statuses.push(reply.status);
+        for (const error of (reply.body as { errors?: { extensions?: { code?: string } }[] })?.errors ?? []) graphQLCodes.add(String(error.extensions?.code));
       }
     });
     try {
@@ -532,6 +538,7 @@ describe('connections that PostgreSQL terminates while requests use them', () =>
     }
     expect(statuses.filter((s) => ![200, 201, 503].includes(s))).toEqual([]);
     expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0); // the kills did hit requests
+    expect([...graphQLCodes].filter((code) => code !== 'UNAVAILABLE')).toEqual([]);
     // More requests than the pool has connections (4 here): none waits for a leaked one.
     for (let i = 0; i < 10; i++) {
       const res = await fetch(`${svc.url}/user/?pageSize=1`, { headers: { Authorization: `Bearer ${svc.adminToken}` }, signal: AbortSignal.timeout(5_000) });

@@ -13,6 +13,8 @@ const ATTEMPTS = 4;
  */
 interface SharedScope {
   em?: EntityManager;
+  /** Why the transaction could not begin: every service call in the scope fails with it. */
+  failure?: unknown;
 }
 const scopes = new AsyncLocalStorage<SharedScope>();
 
@@ -23,18 +25,35 @@ export async function beginShared(orm: MikroORM): Promise<void> {
   const scope = scopes.getStore();
   if (!scope || scope.em) throw new Error('beginShared needs a scope without a transaction');
   const em = orm.em.fork();
-  await em.begin();
-  scope.em = em;
+  try {
+    await em.begin();
+    scope.em = em;
+  } catch (err) {
+    // The database is unreachable, say. Not an error of the request as a whole (Apollo would
+    // answer it as a 500): each service call of the scope fails with it instead, as it would have
+    // without a shared transaction, and none runs outside the transaction it was meant to join.
+    scope.failure = err;
+  }
 }
 
-/** Commits (`commit: true`) or rolls back the scope's transaction, if one is open. */
+/**
+ * Commits (`commit: true`) or rolls back the scope's transaction, if one is open. A failed commit
+ * throws (nothing was written); a failed rollback does not: its connection is gone, and
+ * PostgreSQL discards a transaction whose connection ends.
+ */
 export async function endShared(commit: boolean): Promise<void> {
   const scope = scopes.getStore();
   const em = scope?.em;
   if (!em) return;
   scope.em = undefined;
   if (commit) await em.commit();
-  else await em.rollback();
+  else await em.rollback().catch(() => {});
+}
+
+/** Throws why the scope's shared transaction could not begin, if it could not. */
+function joinable(scope: SharedScope | undefined): EntityManager | undefined {
+  if (scope?.failure !== undefined) throw scope.failure;
+  return scope?.em;
 }
 
 /**
@@ -43,7 +62,7 @@ export async function endShared(commit: boolean): Promise<void> {
  * requests that each held one and waited for another could exhaust the pool).
  */
 export function readerOf(orm: MikroORM): EntityManager {
-  const shared = scopes.getStore()?.em;
+  const shared = joinable(scopes.getStore());
   return shared ? shared.fork({ keepTransactionContext: true }) : orm.em.fork();
 }
 
@@ -55,9 +74,10 @@ export function readerOf(orm: MikroORM): EntityManager {
  * through `em`, which is fresh on every attempt.
  */
 export async function transaction<T>(orm: MikroORM, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  const shared = joinable(scopes.getStore());
   for (let attempt = 1; ; attempt++) {
     try {
-      return await (scopes.getStore()?.em ?? orm.em.fork()).transactional(work);
+      return await (shared ?? orm.em.fork()).transactional(work);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (attempt >= ATTEMPTS || typeof code !== 'string' || !RETRYABLE_CODES.has(code)) throw err;

@@ -64,6 +64,20 @@ function completeEarlyErrors(ctx: AppContext): void {
   ctx.body = JSON.stringify(body);
 }
 
+/**
+ * Apollo's own log lines go to the service log. Only Apollo's words are kept ("Unexpected error
+ * processing request"): what follows them is an error's message, which may quote request values.
+ */
+function apolloLogger(log: Logger) {
+  const line = (message: unknown) => `apollo: ${String(message).split(':')[0]}`;
+  return {
+    debug: (message?: unknown) => log.debug(line(message)),
+    info: (message?: unknown) => log.info(line(message)),
+    warn: (message?: unknown) => log.warn(line(message)),
+    error: (message?: unknown) => log.error(line(message)),
+  };
+}
+
 export interface GraphQLEndpoint {
   middleware: Middleware<AppState>;
   stop(): Promise<void>;
@@ -80,6 +94,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
   const { db, services, log, introspection } = deps;
   const apollo = new ApolloServer<GraphQLContext>({
     schema: await graphQLSchema(),
+    logger: apolloLogger(log),
     introspection,
     // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
     hideSchemaDetailsFromClientErrors: !introspection,
