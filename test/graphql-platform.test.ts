@@ -582,6 +582,54 @@ describe('limits', () => {
   });
 });
 
+describe('operation resolution', () => {
+  const TWO = 'query A { __typename } query B { viewer { id } }';
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['two operations and no operationName', { query: TWO }, /2 operations/],
+    ['an operationName the document lacks', { query: TWO, operationName: 'C' }, /no operation named "C"/],
+    ['an empty operationName', { query: '{ __typename }', operationName: '' }, /no operation named ""/],
+    ['a mutation named by an unknown name', { query: `mutation M { createApplication(input: { name: "${uniq('unresolved')}" }) { id } }`, operationName: 'X' }, /no operation named "X"/],
+  ];
+
+  test.each(cases)('%s: 400 OPERATION_RESOLUTION_FAILURE with a token, 401 without; nothing is written', async (_label, body, message) => {
+    const before = await snapshot();
+    const res = await svc.graphql('', undefined, { rawBody: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    expect(res.body.data).toBeUndefined();
+    expect(res.body.errors).toEqual([
+      { message: expect.stringMatching(message), extensions: { code: 'OPERATION_RESOLUTION_FAILURE', requestId: expect.any(String) } },
+    ]);
+    const anonymous = await svc.graphql('', undefined, { token: null, rawBody: JSON.stringify(body) });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test('the operation named in operationName runs', async () => {
+    const res = await svc.graphql('', undefined, { rawBody: JSON.stringify({ query: TWO, operationName: 'B' }) });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { viewer: { id: expect.any(String) } } });
+  });
+
+  test('a subscription is a 400 with a token and a 401 without, even one of meta-fields', async () => {
+    for (const query of ['subscription { __typename }', 'subscription S { __typename }']) {
+      const res = await svc.graphql(query);
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([
+        { message: expect.stringMatching(/subscriptions are not supported/), extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) } },
+      ]);
+      const anonymous = await svc.graphql(query, undefined, { token: null });
+      expect(anonymous.status).toBe(401);
+    }
+  });
+
+  test('an unresolved operation logs no internal error', async () => {
+    svc.logLines.length = 0;
+    await svc.graphql('', undefined, { rawBody: JSON.stringify({ query: TWO }) });
+    expect(svc.logLines.filter((line) => /error/i.test(line) && !/"status":400/.test(line))).toEqual([]);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // 5. Sandbox and introspection switches
 // ---------------------------------------------------------------------------------------------

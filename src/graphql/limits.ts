@@ -99,7 +99,8 @@ export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, schema }) {
+        async didResolveOperation({ request, document, schema, operation }) {
+          if (operation?.operation !== 'query' && operation?.operation !== 'mutation') return; // operationPlugin answers it
           let cost: number;
           try {
             cost = getComplexity({

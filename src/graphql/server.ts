@@ -2,7 +2,7 @@ import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { koaMiddleware } from '@as-integrations/koa';
-import { Kind, parse, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, Kind, parse, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -18,30 +18,28 @@ import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { costLimitPlugin, GRAPHQL_LIMITS, sizeLimitRule } from './limits.js';
 import { mutationTransactionPlugin } from './mutations.js';
+import { operationPlugin } from './operation.js';
 import { graphQLSchema } from './schema.js';
 
 const METHODS = ['GET', 'HEAD', 'POST'];
 
 /**
  * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
- * and an operation that asks for nothing but introspection meta-fields (__schema, __type,
- * __typename), and only where introspection is on.
+ * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
+ * introspection meta-fields (__schema, __type, __typename), and only where introspection is on.
  */
 function runsWithoutToken(ctx: AppContext): boolean {
   const params = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
   if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
   if (typeof params.query !== 'string') return false;
-  let operations: OperationDefinitionNode[];
+  let operation: OperationDefinitionNode | null | undefined;
   try {
-    operations = parse(params.query, { maxTokens: GRAPHQL_LIMITS.maxTokens }).definitions.filter(
-      (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
-    );
+    const name = typeof params.operationName === 'string' ? params.operationName : undefined;
+    operation = getOperationAST(parse(params.query, { maxTokens: GRAPHQL_LIMITS.maxTokens }), name);
   } catch {
     return false;
   }
-  const name = params.operationName;
-  const operation = typeof name === 'string' && name ? operations.find((op) => op.name?.value === name) : operations.length === 1 ? operations[0] : undefined;
-  return operation !== undefined && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
+  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
 }
 
 /**
@@ -108,6 +106,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     formatError: formatError({ hideSchema: !introspection }),
     plugins: [
       introspection ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
+      operationPlugin(), // first: the plugins after it see a resolved query or mutation
       errorsPlugin(log),
       costLimitPlugin(),
       mutationTransactionPlugin(db.orm, log),

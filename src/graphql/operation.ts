@@ -1,0 +1,34 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { GraphQLError } from 'graphql';
+import type { GraphQLContext } from './context.js';
+
+/**
+ * The operation a request runs, settled before any other plugin looks at it. Apollo calls
+ * `didResolveOperation` even when no operation was resolved (several operations and no
+ * operationName, or a name the document does not hold) and leaves the error to execution, after
+ * the other plugins; and the schema has no Subscription type, yet a `subscription { __typename }`
+ * passes validation and would fail inside execution. Both are the client's mistake: a 400 here.
+ */
+export function operationPlugin(): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation, request, document }) {
+          if (!operation) {
+            const named = typeof request.operationName === 'string';
+            const count = document.definitions.filter((d) => d.kind === 'OperationDefinition').length;
+            const message = named
+              ? `the document has no operation named "${request.operationName}"`
+              : `the document has ${count} operations: name the one to run in operationName`;
+            throw new GraphQLError(message, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } } });
+          }
+          if (operation.operation === 'subscription') {
+            throw new GraphQLError('subscriptions are not supported: send a query or a mutation', {
+              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+            });
+          }
+        },
+      };
+    },
+  };
+}
