@@ -681,3 +681,27 @@ describe('concurrent writes (on PostgreSQL they race for row locks)', () => {
     }
   });
 });
+
+describe('row locks', () => {
+  // The embedded database runs one session: a transaction held open here would block every other.
+  const onPostgreSQL = process.env.DATABASE_URL ? test : test.skip;
+  onPostgreSQL("setting a link's right locks the link row only: it does not wait for a transaction holding the application FOR SHARE (as a link request does)", async () => {
+    const [userId, appId] = [await newUser(), await newApp()];
+    expect((await link(userId, [appId])).status).toBe(200);
+    const holder = svc.running.db.orm.em.fork();
+    await holder.begin();
+    try {
+      await holder.execute('select id from applications where id = ? for share', [appId]);
+      svc.queries.length = 0;
+      const put = await Promise.race([
+        setRight(userId, appId, { right: 7 }),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
+      ]);
+      expect(put?.status).toBe(200);
+      expect(svc.queries.find((q) => /for update/i.test(q))).toMatch(/for update of "?u0"?$/i);
+    } finally {
+      await holder.rollback();
+    }
+    expect(await appRows(userId)).toEqual([live(appId, 7)]);
+  });
+});

@@ -150,13 +150,18 @@ async function listLinksForUsers<L extends { user: number }>(
   return findPagesByParent(readerOf(orm), entity, { parent: 'user', parentIds: userIds, where, list: q, populate: [relation] });
 }
 
+/** The alias MikroORM gives the root table of a UserApplication query (checked by a test of the SQL). */
+const LINK_ALIAS = 'u0';
+
 export function linkService(orm: MikroORM) {
   async function findApplicationLink(em: EntityManager, userId: number, applicationId: number, lock: boolean) {
     await requireLiveUser(em, userId);
     const found = await em.findOne(
       UserApplication,
       { user: userId, application: { id: applicationId, deletedAt: null }, deletedAt: null },
-      { populate: ['application'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
+      // Only the link row is locked (FOR UPDATE OF its alias): locking the joined application too
+      // would wait on, and deadlock with, a link request holding it FOR SHARE.
+      { populate: ['application'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE, lockTableAliases: [LINK_ALIAS] } : {}) },
     );
     if (!found) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
     return found;
