@@ -23,9 +23,9 @@ export type QueryListener = (sql: string) => void;
  */
 export function ormOptions(
   clientUrl: string,
-  options: { poolSize?: number; onQuery?: QueryListener; embedded?: boolean } = {},
+  options: { poolSize?: number; onQuery?: QueryListener; embedded?: boolean; lockTimeoutMs?: number; statementTimeoutMs?: number } = {},
 ): Options {
-  const { poolSize = 10, onQuery, embedded = false } = options;
+  const { poolSize = 10, onQuery, embedded = false, lockTimeoutMs = 0, statementTimeoutMs = 0 } = options;
   return defineConfig({
     clientUrl,
     // On PostgreSQL, values travel as bind parameters, never in the SQL text. The embedded PGlite is
@@ -40,8 +40,15 @@ export function ormOptions(
     forceUtcTimezone: true,
     pool: { min: 0, max: poolSize },
     // Passed to the pg Pool: a wait for a free connection ends (as a 503), and a connection lost
-    // while in use never stays checked out.
-    driverOptions: { connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS, onPoolCreated: releaseClientsThatLoseTheirConnection },
+    // while in use never stays checked out. On PostgreSQL every session also bounds its waits for
+    // locks and its statements (sent in the startup message), so that a stuck transaction holds
+    // neither requests nor pool connections for long; the embedded database is one session, in
+    // which no lock is ever waited for.
+    driverOptions: {
+      connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
+      onPoolCreated: releaseClientsThatLoseTheirConnection,
+      ...(embedded ? {} : { lock_timeout: lockTimeoutMs, statement_timeout: statementTimeoutMs }),
+    },
     // Requests use their own fork of the EntityManager; the global one must never collect state.
     allowGlobalContext: false,
     debug: false,

@@ -11,6 +11,10 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize: number;
+  /** How long a statement may wait for a row or table lock (0: no limit) before it fails as a 409. */
+  lockTimeoutMs: number;
+  /** How long a statement may run (0: no limit) before PostgreSQL cancels it, answered as a 503. */
+  statementTimeoutMs: number;
   bootstrapToken: string | undefined;
   production: boolean;
   /** Introspection and Apollo Sandbox on GET /graphql: on outside production, else GRAPHQL_INTROSPECTION=true. */
@@ -69,6 +73,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
+    lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 0, 600_000),
+    statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     bootstrapToken,
     production: env.NODE_ENV === 'production',
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),

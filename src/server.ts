@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import { answerClientError, MAX_HEADER_BYTES } from './http/errors.js';
@@ -9,6 +9,9 @@ import { openDatabase, type Database } from './db/database.js';
 import { createGraphQL } from './graphql/server.js';
 import { createServices } from './services.js';
 import { createLogger, type Logger } from './shared/log.js';
+
+/** How long a stop waits for the database pool (and the embedded database) to close. */
+const DB_CLOSE_TIMEOUT_MS = 5_000;
 
 export interface RunningService {
   url: string;
@@ -21,8 +24,9 @@ export interface RunningService {
 
 /**
  * Opens the database, runs the migrations, makes sure a first token exists, and serves HTTP.
- * `stop()` is the graceful stop: no new connections, in-flight requests get `shutdownTimeoutMs`
- * to finish, then the pool (and the embedded database) close.
+ * `stop()` is the graceful stop: no new connections, idle ones closed, in-flight requests get
+ * `shutdownTimeoutMs` to finish (each answer closing its connection), then the pool (and the
+ * embedded database) close.
  */
 export async function startService(
   config: Config,
@@ -41,6 +45,19 @@ export async function startService(
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
+    // Once stopping, every answer closes its connection (those being prepared included): a
+    // keep-alive client cannot hold the process open by sending more requests, and the stop ends
+    // when the last answer is out rather than when idle connections time out.
+    let stopping = false;
+    const unanswered = new Set<ServerResponse>();
+    const closeAfterAnswer = (res: ServerResponse) => {
+      res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
+    };
+    server.on('request', (_req, res) => {
+      if (stopping) return closeAfterAnswer(res);
+      unanswered.add(res);
+      res.once('finish', () => unanswered.delete(res)).once('close', () => unanswered.delete(res));
+    });
     server.on('request', app.callback());
     server.on('clientError', answerClientError);
     server.keepAliveTimeout = 5_000;
@@ -53,21 +70,26 @@ export async function startService(
     const url = `http://${host}:${port}`;
     log.info('listening', { url, database: db.kind });
     const listening = server;
-    let stopping: Promise<void> | undefined;
+    let stopped: Promise<void> | undefined;
     return {
       url,
       db,
       log,
       firstToken,
       stop: () =>
-        (stopping ??= (async () => {
+        (stopped ??= (async () => {
+          stopping = true;
+          for (const res of unanswered) closeAfterAnswer(res);
           const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
           listening.closeIdleConnections();
           const timer = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
           await Promise.race([closed, timer]);
           listening.closeAllConnections();
           await graphql.stop();
-          await db.close();
+          // A pool whose connections hang (a network gone silent) must not hold the stop forever.
+          const dbClosed = db.close().then(() => true, (err: Error) => (log.warn('database close failed', { error: err?.name }), true));
+          const waited = await Promise.race([dbClosed, new Promise<false>((resolve) => setTimeout(() => resolve(false), DB_CLOSE_TIMEOUT_MS).unref())]);
+          if (!waited) log.warn('database close timed out', { timeoutMs: DB_CLOSE_TIMEOUT_MS });
           log.info('stopped');
         })()),
     };

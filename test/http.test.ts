@@ -570,3 +570,107 @@ describe('every reply of this file', () => {
     }
   });
 });
+
+describe('bounded waits on PostgreSQL (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS)', () => {
+  const external = process.env.DATABASE_URL ? test : test.skip;
+
+  /** Runs `check` while another session holds user `id` FOR UPDATE in an open transaction. */
+  async function whileUserLocked(target: TestService, id: number, check: () => Promise<void>): Promise<void> {
+    const holder = new pg.Client({ connectionString: target.config.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select id from users where id = $1 for update', [id]);
+      await check();
+    } finally {
+      await holder.query('rollback').catch(() => {});
+      await holder.end();
+    }
+  }
+
+  external('a write that waits longer than the lock timeout for a locked row: 409 CONFLICT (REST and GraphQL); nothing changes; the pool recovers', async () => {
+    const quick = await startTestService({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' });
+    try {
+      const id = (await quick.request('POST', '/user/', { body: { firstName: 'Locked', lastName: 'Row' } })).body.id;
+      const before = await quick.snapshot();
+      await whileUserLocked(quick, id, async () => {
+        const started = Date.now();
+        const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
+        expect(rest.status).toBe(409);
+        expect(rest.body).toEqual({ code: 409, error: 'CONFLICT', message: 'the records are being changed by another request; try again', requestId: expect.any(String) });
+        const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
+        expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
+        expect(Date.now() - started).toBeLessThan(5_000);
+        // Requests that need no lock are served meanwhile, with both pool connections free again.
+        const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
+        expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
+      });
+      expect(await quick.snapshot()).toEqual(before);
+      expect(quick.logLines.join('\n')).not.toMatch(/"level":"error"/);
+    } finally {
+      await quick.stop();
+    }
+  });
+
+  external('a statement that runs longer than the statement timeout: 503 UNAVAILABLE, nothing changes', async () => {
+    const quick = await startTestService({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' });
+    try {
+      const id = (await quick.request('POST', '/user/', { body: { firstName: 'Slow', lastName: 'Row' } })).body.id;
+      const before = await quick.snapshot();
+      await whileUserLocked(quick, id, async () => {
+        const rest = await quick.request('DELETE', `/user/${id}`);
+        expect(rest.status).toBe(503);
+        expect(rest.body).toMatchObject({ code: 503, error: 'UNAVAILABLE', message: 'the database took too long to answer; try again shortly' });
+      });
+      expect(await quick.snapshot()).toEqual(before);
+    } finally {
+      await quick.stop();
+    }
+  });
+});
+
+describe('graceful stop', () => {
+  test('in-flight requests finish with Connection: close, idle keep-alive connections close, and the stop ends with them (not at SHUTDOWN_TIMEOUT_MS)', async () => {
+    const { request: httpRequest, Agent } = await import('node:http');
+    const quick = await startTestService({ SHUTDOWN_TIMEOUT_MS: '20000' });
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    const url = new URL(quick.url);
+    const send = (method: string, path: string, body?: string, beforeEnd?: () => Promise<void>) =>
+      new Promise<{ status: number; connection: string | undefined; text: string }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            agent, host: url.hostname, port: url.port, method, path,
+            headers: { Authorization: `Bearer ${quick.adminToken}`, 'Content-Type': 'application/json', ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}) },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, text }));
+          },
+        );
+        req.on('error', reject);
+        if (!body) return void req.end();
+        req.write(body.slice(0, 5));
+        void (beforeEnd ?? (async () => {}))().then(() => req.end(body.slice(5)));
+      });
+    try {
+      const warm = await send('GET', '/user/1');
+      expect(warm).toMatchObject({ status: 200, connection: 'keep-alive' });
+      let stopping: Promise<void> | undefined;
+      const started = Date.now();
+      const inFlight = await send('POST', '/user/', JSON.stringify({ firstName: 'Late', lastName: 'Comer' }), async () => {
+        await new Promise((resolve) => setTimeout(resolve, 100)); // the server is reading the body
+        stopping = quick.running.stop();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      });
+      expect(inFlight.status).toBe(201);
+      expect(inFlight.connection).toBe('close');
+      await stopping;
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // Nothing listens any more.
+      await expect(fetch(`${quick.url}/healthz`)).rejects.toThrow();
+    } finally {
+      agent.destroy();
+      await quick.stop();
+    }
+  });
+});

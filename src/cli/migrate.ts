@@ -6,7 +6,8 @@ import { openDatabase } from '../db/database.js';
  * beside a running service (through that service's connection).
  */
 try {
-  const db = await openDatabase(loadConfig(), { shareEmbedded: true });
+  // A migration may rewrite a large table: no statement timeout (lock waits stay bounded).
+  const db = await openDatabase({ ...loadConfig(), statementTimeoutMs: 0 }, { shareEmbedded: true });
   try {
     const ran = await db.migrate();
     process.stdout.write(ran.length ? `Applied: ${ran.join(', ')}\n` : 'Nothing to migrate: the schema is up to date.\n');

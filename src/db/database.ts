@@ -19,7 +19,7 @@ export interface Database {
  * command-line tool reach an embedded database that a running service already holds.
  */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'> & Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs'>>,
   options: { shareEmbedded?: boolean; onQuery?: QueryListener } = {},
 ): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
@@ -30,7 +30,15 @@ export async function openDatabase(
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, { poolSize: config.poolSize, onQuery: options.onQuery, embedded: embedded !== undefined }));
+    orm = await MikroORM.init(
+      ormOptions(url, {
+        poolSize: config.poolSize,
+        onQuery: options.onQuery,
+        embedded: embedded !== undefined,
+        lockTimeoutMs: config.lockTimeoutMs,
+        statementTimeoutMs: config.statementTimeoutMs,
+      }),
+    );
   } catch (err) {
     await embedded?.stop();
     throw err;

@@ -98,11 +98,15 @@ export function asAppError(err: unknown): AppError | null {
   const code = (err as { code?: unknown } | null)?.code;
   const unreachable =
     (typeof code === 'string' && UNREACHABLE.test(code)) ||
-    /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed|not queryable|connection to PostgreSQL ended/i.test(
+    /connection terminated|timeout exceeded when trying to connect|cannot use a pool after calling end|Connection is closed|not queryable|connection to PostgreSQL ended|driver has already been destroyed/i.test(
       (err as Error | null)?.message ?? '',
     );
   if (unreachable) return new AppError('UNAVAILABLE', 'the database is unavailable; try again shortly');
   // A deadlock that persisted through the retries of db/transaction.ts.
   if (code === '40P01' || code === '40001') return AppError.conflict('concurrent requests changed the same records; try again');
+  // DB_LOCK_TIMEOUT_MS ran out: another transaction holds the records this request must change.
+  if (code === '55P03') return AppError.conflict('the records are being changed by another request; try again');
+  // DB_STATEMENT_TIMEOUT_MS ran out (or an operator cancelled the statement).
+  if (code === '57014') return new AppError('UNAVAILABLE', 'the database took too long to answer; try again shortly');
   return null;
 }
