@@ -113,7 +113,18 @@ describe('authentication comes before the document', () => {
       ] as const) {
         const variable = await prod.graphql(query, variables as Record<string, unknown>);
         expect(variable.status).toBe(400);
-        expect(variable.body.errors[0].message).not.toMatch(/did you mean|"DESC"|"ASC"/i);
+        expect(variable.text).not.toMatch(/did you mean|"DESC"|"ASC"/i);
+      }
+      // Nor in the details of an error: an unknown field of an input variable, a misspelt literal enum.
+      for (const [query, variables] of [
+        ['mutation($i: UserInput!) { createUser(input: $i) { id } }', { i: { firstName: 'a', lastName: 'b', statu: 1 } }],
+        ['mutation($i: UserPatch!) { patchUser(id: 1, input: $i) { id } }', { i: { lastNam: 'b' } }],
+        ['{ users(orderBy: [{ lastName: DESK }]) { total } }', {}],
+      ] as const) {
+        const res = await prod.graphql(query, variables as Record<string, unknown>);
+        expect(res.status).toBe(400);
+        expect(res.body.errors[0].extensions.details).toEqual([expect.objectContaining({ message: expect.any(String) })]);
+        expect(res.text).not.toMatch(/did you mean|"status"|"lastName"|"DESC"/i);
       }
     } finally {
       await prod.stop();
@@ -177,6 +188,23 @@ describe('errors', () => {
         code: 'BAD_USER_INPUT',
         field,
       });
+    }
+
+    // The message names the type, not the value (a secret pasted into a literal is not repeated).
+    const literals: [string, string, RegExp][] = [
+      ['{ tokens(filter: { accessToken: { eq: 12345678901 } }) { total } }', 'filter.accessToken.eq', /^String cannot represent a non string value\.$/],
+      ['{ users(filter: { ref: { eq: "SECRETVAL" } }) { total } }', 'filter.ref.eq', /^SafeInt cannot represent non-integer value\.$/],
+      ['{ users(orderBy: [{ lastName: SECRETENUM }]) { total } }', 'orderBy[0].lastName', /^the value is not one of the SortDirection values\.$/],
+      ['{ users(filter: { createdAt: { gt: "SECRET-DATE" } }) { total } }', 'filter.createdAt.gt', /^DateTime /],
+      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109) { right } }', 'right', /^Int cannot represent non 32-bit signed integer value\.$/],
+    ];
+    for (const [query, field, message] of literals) {
+      const res = await svc.graphql(query);
+      const error = res.body.errors[0];
+      expect({ status: res.status, field: error.extensions.field, message: error.message, detail: error.extensions.details[0].message }).toEqual({
+        status: 400, field, message: expect.stringMatching(message), detail: error.message,
+      });
+      expect(res.text).not.toMatch(/SECRET|12345678901|98765432109/);
     }
   });
 

@@ -89,8 +89,37 @@ function invalidVariable(error: GraphQLError): { message: string; field: string 
   return { message: `Variable "$${m[1]}" has an invalid value${path !== m[1] ? ` at "${field}"` : ''}${why ? `: ${withoutValue(why)}` : ''}`, field };
 }
 
+/** graphql-js says `Expected value of type "Int!", found "x"; <why>` of a literal argument. */
+const INVALID_LITERAL = /^Expected value of type "([^"]+)", found /;
+
+/**
+ * A literal argument that does not fit its type, said without repeating it (a token pasted into a
+ * document should not come back in an error that clients log): the type, and why without the value.
+ */
+function invalidLiteral(message: string, error: unknown): string {
+  const m = INVALID_LITERAL.exec(message);
+  if (!m) return withoutValue(message);
+  // The scalar's own error is the innermost cause (Apollo wraps graphql-js's validation error).
+  let cause = error as { originalError?: unknown; message?: string } | undefined;
+  while (cause?.originalError) cause = cause.originalError as typeof cause;
+  const why = cause?.message && cause.message !== message && message.endsWith(`; ${cause.message}`) ? cause.message : undefined;
+  return `Expected value of type "${m[1]}"${why ? `; ${withoutValue(why)}` : '.'}`;
+}
+
 /** `Did you mean "lastName"?` spells out the schema: dropped where introspection is off. */
 const withoutHints = (message: string) => message.replace(/\s*Did you mean [^?]*\?/g, '');
+
+/** The error without hints, in its message and in every message of its details. */
+function withoutAnyHints(error: GraphQLFormattedError): GraphQLFormattedError {
+  const details = error.extensions?.details;
+  return {
+    ...error,
+    message: withoutHints(error.message),
+    ...(Array.isArray(details)
+      ? { extensions: { ...error.extensions, details: details.map((d: { message?: unknown }) => (typeof d?.message === 'string' ? { ...d, message: withoutHints(d.message) } : d)) } }
+      : {}),
+  };
+}
 
 /**
  * Apollo's formatError: service errors keep their message and code; GraphQL's own errors (syntax,
@@ -101,7 +130,7 @@ const withoutHints = (message: string) => message.replace(/\s*Did you mean [^?]*
 export function formatError(options: { hideSchema: boolean }) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const result = format(formatted, error);
-    return options.hideSchema ? { ...result, message: withoutHints(result.message) } : result;
+    return options.hideSchema ? withoutAnyHints(result) : result;
   };
 }
 
@@ -122,7 +151,8 @@ function format(formatted: GraphQLFormattedError, error: unknown): GraphQLFormat
   }
   // A literal argument of the wrong type (`right: "x"`): the errors plugin named the argument.
   if (code === 'GRAPHQL_VALIDATION_FAILED' && typeof extensions.field === 'string') {
-    return { ...formatted, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(formatted.message, extensions.field) } };
+    const message = invalidLiteral(formatted.message, error);
+    return { ...formatted, message, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(message, extensions.field) } };
   }
   // graphql-js stops checking that same-named fields can merge once that grows too costly.
   if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message === 'Validation aborted.') {
