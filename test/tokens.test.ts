@@ -128,6 +128,23 @@ describe('POST /token/', () => {
     expect(none.client).toBe('');
     const [row] = await svc.sql('select client from tokens where id = ?', [fromUa.id]);
     expect(row).toEqual({ client: 'curl/8.5.0' });
+    // An X-Client that is there but empty says "": the User-Agent does not stand in for it.
+    const empty = await makeToken({}, { headers: { 'User-Agent': 'curl/8.5.0', 'X-Client': '' } });
+    expect(empty.client).toBe('');
+  });
+
+  test('client: UTF-8 in X-Client is read as UTF-8, and cut at 255 characters without splitting one', async () => {
+    const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1'); // what goes on the wire
+    const accented = await makeToken({}, { headers: { 'X-Client': utf8('Café-app/2 📱') } });
+    expect(accented.client).toBe('Café-app/2 📱');
+    const [row] = await svc.sql('select client from tokens where id = ?', [accented.id]);
+    expect(row).toEqual({ client: 'Café-app/2 📱' });
+    // Bytes that are not UTF-8 are taken as latin1.
+    const latin1 = await makeToken({}, { headers: { 'X-Client': 'caf\u00e9' } });
+    expect(latin1.client).toBe('café');
+    const long = await makeToken({}, { headers: { 'X-Client': utf8(`${'a'.repeat(254)}📱📱`) } });
+    expect(long.client).toBe(`${'a'.repeat(254)}📱`);
+    expect(Array.from(long.client as string)).toHaveLength(255);
   });
 
   test('ignores fields outside the writable set (id, client, version, createdAt, …)', async () => {

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../shared/errors.js';
@@ -51,10 +52,30 @@ export async function authenticate(orm: MikroORM, header: string | undefined, cl
   throw AppError.unauthorized('the access token is unknown, expired or revoked', INVALID);
 }
 
-/** The client of a request: X-Client, else the product token of User-Agent ("curl/8.5" → "curl/8.5"). */
-export function clientOf(xClient: string | undefined, userAgent: string | undefined): string {
-  const explicit = xClient?.trim();
-  if (explicit) return explicit.slice(0, 255);
-  const product = userAgent?.trim().split(/\s+/)[0] ?? '';
-  return product.slice(0, 255);
+/** The longest `client` a token records (its column's length), in characters. */
+const CLIENT_MAX = 255;
+
+/**
+ * A header's text. Node reads header bytes as latin1; a client that sends UTF-8 (as browsers and
+ * curl do) means the characters those bytes encode. Bytes that are not UTF-8 stay latin1.
+ */
+function headerText(raw: string): string {
+  if (!/[\u0080-\u00ff]/.test(raw)) return raw;
+  const utf8 = Buffer.from(raw, 'latin1').toString('utf8');
+  return utf8.includes('\ufffd') ? raw : utf8;
+}
+
+/** At most `max` characters, never cutting a character in two (an emoji is two UTF-16 units). */
+const cut = (text: string, max: number) => (text.length <= max ? text : Array.from(text).slice(0, max).join(''));
+
+/**
+ * The client of a request: X-Client when the header is there (an empty one means ""), else the
+ * product token of User-Agent ("curl/8.5.0 (x86_64…) libcurl/8.5.0" → "curl/8.5.0"), else "";
+ * cut to 255 characters.
+ */
+export function clientOf(headers: IncomingHttpHeaders): string {
+  const xClient = headers['x-client']; // several X-Client headers arrive joined by ", "
+  if (xClient !== undefined) return cut(headerText(String(xClient)).trim(), CLIENT_MAX);
+  const product = headerText(headers['user-agent'] ?? '').trim().split(/\s+/)[0] ?? '';
+  return cut(product, CLIENT_MAX);
 }

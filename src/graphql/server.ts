@@ -138,7 +138,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
     let caller: Caller;
     try {
-      caller = await authenticate(db.orm, ctx.get('Authorization') || undefined, clientOf(ctx.get('X-Client'), ctx.get('User-Agent')));
+      caller = await authenticate(db.orm, ctx.get('Authorization') || undefined, clientOf(ctx.req.headers));
     } catch (err) {
       if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection) throw err;
       const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));

@@ -44,7 +44,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(orm: MikroORM) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await authenticate(orm, ctx.get('Authorization') || undefined, clientOf(ctx.get('X-Client'), ctx.get('User-Agent')));
+    ctx.state.caller = await authenticate(orm, ctx.get('Authorization') || undefined, clientOf(ctx.req.headers));
     await next();
   };
 }
