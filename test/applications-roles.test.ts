@@ -84,6 +84,8 @@ describe.each(KINDS)('/$resource/', ({ resource, table, linkTable, linkColumn })
       ['a number', { name: 5 }, 'must be a string'],
       ['an array', { name: ['a'] }, 'must be a string'],
       ['256 characters', { name: 'x'.repeat(256) }, 'at most 255'],
+      ['an empty name', { name: '' }, 'must not be empty'],
+      ['a name of spaces', { name: '   ' }, 'must not be empty'],
     ])('rejects %s with 400 naming name, and stores nothing', async (_label, body, message) => {
       const before = await count();
       const res = await svc.request('POST', `${base}/`, { body });
@@ -277,6 +279,9 @@ describe.each(KINDS)('/$resource/', ({ resource, table, linkTable, linkColumn })
       const long = await svc.request('PATCH', `${base}/${made.id}`, { body: { name: 'y'.repeat(256) } });
       expect(long.status).toBe(400);
       expect(long.body.details).toEqual([{ field: 'name', message: expect.stringContaining('at most 255') }]);
+      const empty = await svc.request('PATCH', `${base}/${made.id}`, { body: { name: '' } });
+      expect(empty.status).toBe(400);
+      expect(empty.body.details).toEqual([{ field: 'name', message: 'must not be empty' }]);
       const dup = await svc.request('PATCH', `${base}/${made.id}`, { body: { name: other.name } });
       expect(dup.status).toBe(409);
       expect(dup.body.error).toBe('CONFLICT');

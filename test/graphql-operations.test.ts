@@ -531,6 +531,7 @@ describe('tokens', () => {
     { what: 'a malformed userID', input: { userID: 'abc', accessToken: 'a' }, field: 'userID' },
     { what: 'userID 0', input: { userID: '0', accessToken: 'a' }, field: 'userID' },
     { what: 'a too long accessToken', input: { userID: 'OWNER', accessToken: 'x'.repeat(1025) }, field: 'accessToken' },
+    { what: 'an empty accessToken', input: { userID: 'OWNER', accessToken: '' }, field: 'accessToken' },
     { what: 'a too long scope', input: { userID: 'OWNER', accessToken: 'a', scope: 's'.repeat(256) }, field: 'scope' },
   ])('createToken with $what: BAD_USER_INPUT naming $field; nothing stored', async ({ input, field }) => {
     const given = { ...input, userID: input.userID === 'OWNER' ? owner.id : input.userID };
@@ -728,6 +729,7 @@ describe.each([
     await create(name);
     await changesNothing(() => fail(CREATE, { input: { name } }, 'CONFLICT', 'input.name'));
     await changesNothing(() => fail(CREATE, { input: { name: 'n'.repeat(256) } }, 'BAD_USER_INPUT', 'input.name'));
+    await changesNothing(() => fail(CREATE, { input: { name: '' } }, 'BAD_USER_INPUT', 'input.name'));
   });
 
   test(`${many}: filter (StringFilter, IDFilter, DateTimeFilter, and/or/not), orderBy, page, pageSize`, async () => {

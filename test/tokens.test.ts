@@ -215,6 +215,8 @@ describe('POST /token/', () => {
     ['accessToken', 5, 'must be a string'],
     ['accessToken', null, 'must not be null'],
     ['accessToken', 'x\u0000y', 'NUL'],
+    ['accessToken', '', 'must not be empty'],
+    ['accessToken', ' \t ', 'must not be empty'],
     ['accessToken', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
     ['refreshToken', 'x'.repeat(1025), 'at most 1024', '1025 characters'],
     ['refreshToken', {}, 'must be a string'],

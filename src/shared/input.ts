@@ -7,7 +7,8 @@ import { checkDate, checkId, checkInt32, checkSafeInteger, checkString, type Che
  * ignored; every problem is collected and reported at once, naming the field.
  */
 export type WritableField =
-  | { kind: 'string'; max: number; nullable?: boolean; required?: boolean }
+  /** `nonEmpty`: "" (or only spaces) is refused too, for values that must say something. */
+  | { kind: 'string'; max: number; nullable?: boolean; required?: boolean; nonEmpty?: boolean }
   | { kind: 'int32' | 'safeInt'; required?: boolean }
   | { kind: 'id'; required?: boolean }
   | { kind: 'date'; nullable: true };
@@ -26,8 +27,11 @@ function checkField(field: WritableField, value: unknown): Checked<unknown> {
     return 'nullable' in field && field.nullable ? { ok: true, value: null } : { ok: false, message: 'must not be null' };
   }
   switch (field.kind) {
-    case 'string':
-      return checkString(value, field.max);
+    case 'string': {
+      const checked = checkString(value, field.max);
+      if (checked.ok && field.nonEmpty && (checked.value as string).trim() === '') return { ok: false, message: 'must not be empty' };
+      return checked;
+    }
     case 'int32':
       return checkInt32(value);
     case 'safeInt':

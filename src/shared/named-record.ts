@@ -15,7 +15,7 @@ export interface NamedRecord extends LiveRecord {
   name: string;
 }
 
-export const NAMED_WRITABLE: WritableFields = { name: { kind: 'string', max: 255, required: true } };
+export const NAMED_WRITABLE: WritableFields = { name: { kind: 'string', max: 255, required: true, nonEmpty: true } };
 
 export const NAMED_LIST_FIELDS: ListFields = {
   id: { path: ['id'], kind: 'id' },

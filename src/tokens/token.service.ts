@@ -12,7 +12,7 @@ import { readerOf } from '../db/transaction.js';
 
 export const TOKEN_WRITABLE: WritableFields = {
   userID: { kind: 'id', required: true },
-  accessToken: { kind: 'string', max: 1024, required: true },
+  accessToken: { kind: 'string', max: 1024, required: true, nonEmpty: true },
   refreshToken: { kind: 'string', max: 1024 },
   scope: { kind: 'string', max: 255 },
   code: { kind: 'string', max: 1024 },
