@@ -5,7 +5,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { AppState } from './http/context.js';
 import { errorHandler } from './http/errors.js';
-import { accessLog, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
+import { accessLog, answerOptions, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
@@ -29,6 +29,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   app.use(accessLog(log));
   app.use(errorHandler(log));
   app.use(trimTrailingSlash);
+  app.use(answerOptions);
 
   const health = new Router<AppState>();
   health.get('/healthz', (ctx) => {

@@ -674,3 +674,44 @@ describe('graceful stop', () => {
     }
   });
 });
+
+describe('OPTIONS and repeated Authorization headers', () => {
+  test.each([
+    ['/user/', 'HEAD, GET, POST, OPTIONS'],
+    ['/user/1', 'HEAD, GET, PUT, PATCH, DELETE, OPTIONS'],
+    ['/user/1/status/', 'PATCH, PUT, OPTIONS'],
+  ])('OPTIONS %s: 204 listing every method served there, OPTIONS included; no token needed', async (path, allow) => {
+    const res = await svc.request('OPTIONS', path, { token: null });
+    expect(res.status).toBe(204);
+    expect((res.headers.get('allow') ?? '').split(', ').sort()).toEqual(allow.split(', ').sort());
+    expect(res.text).toBe('');
+  });
+
+  test('OPTIONS /graphql: 204 with GET, HEAD, POST, OPTIONS; OPTIONS on an unknown path stays a 404', async () => {
+    const graphql = await fetch(`${svc.url}/graphql`, { method: 'OPTIONS' });
+    expect(graphql.status).toBe(204);
+    expect(graphql.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+    const unknown = await svc.request('OPTIONS', '/nope', { token: null });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ code: 404, error: 'NOT_FOUND' });
+  });
+
+  test('two Authorization headers: 400 BAD_REQUEST on REST and GraphQL, whichever comes first; nothing is written', async () => {
+    const before = await svc.snapshot();
+    const two = `Authorization: Bearer ${svc.adminToken}\r\nAuthorization: Bearer other-value\r\n`;
+    const body = JSON.stringify({ firstName: 'Two', lastName: 'Headers' });
+    const rest = await rawRequest(
+      `POST /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${two}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(rest.status).toBe(400);
+    expect(rest.body).toEqual({ code: 400, error: 'BAD_REQUEST', message: 'send one Authorization header, not 2', requestId: rest.headers['x-request-id'] });
+    const query = JSON.stringify({ query: 'mutation { createRole(input: { name: "two-headers" }) { id } }' });
+    const graphql = await rawRequest(
+      `POST /graphql HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${two}Content-Type: application/json\r\nContent-Length: ${query.length}\r\n\r\n${query}`,
+    );
+    expect(graphql.status).toBe(400);
+    expect(graphql.body.errors[0]).toMatchObject({ message: 'send one Authorization header, not 2', extensions: { code: 'BAD_REQUEST' } });
+    expect(await svc.snapshot()).toEqual(before);
+    expect(JSON.stringify([rest, graphql])).not.toContain(svc.adminToken);
+  });
+});

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../shared/errors.js';
@@ -78,4 +78,14 @@ export function clientOf(headers: IncomingHttpHeaders): string {
   if (xClient !== undefined) return cut(headerText(String(xClient)).trim(), CLIENT_MAX);
   const product = headerText(headers['user-agent'] ?? '').trim().split(/\s+/)[0] ?? '';
   return cut(product, CLIENT_MAX);
+}
+
+/**
+ * The request's Authorization header. Node keeps the first of several and drops the rest; a
+ * request that sends two is ambiguous (which credential did the caller mean?), so it is a 400.
+ */
+export function authorizationOf(req: IncomingMessage): string | undefined {
+  const all = req.headersDistinct.authorization;
+  if (all && all.length > 1) throw AppError.badRequest(`send one Authorization header, not ${all.length}`);
+  return all?.[0] || undefined;
 }

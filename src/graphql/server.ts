@@ -4,7 +4,7 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import { koaMiddleware } from '@as-integrations/koa';
 import { getOperationAST, Kind, parse, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
-import { authenticate, clientOf } from '../auth/authenticate.js';
+import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import type { AppContext, AppState } from '../http/context.js';
@@ -138,7 +138,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
     let caller: Caller;
     try {
-      caller = await authenticate(db.orm, ctx.get('Authorization') || undefined, clientOf(ctx.req.headers));
+      caller = await authenticate(db.orm, authorizationOf(ctx.req), clientOf(ctx.req.headers));
     } catch (err) {
       if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection) throw err;
       const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));
@@ -151,6 +151,12 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
 
   const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
     try {
+      if (ctx.method === 'OPTIONS') {
+        // As on every REST path: what the endpoint serves (no CORS: Sandbox is served from here).
+        ctx.set('Allow', [...METHODS, 'OPTIONS'].join(', '));
+        ctx.status = 204;
+        return;
+      }
       if (!METHODS.includes(ctx.method)) {
         throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; allowed: ${METHODS.join(', ')}`, undefined, {
           Allow: METHODS.join(', '),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import bodyParser from 'koa-bodyparser';
 import type { Next } from 'koa';
-import { authenticate, clientOf } from '../auth/authenticate.js';
+import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
@@ -44,7 +44,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(orm: MikroORM) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await authenticate(orm, ctx.get('Authorization') || undefined, clientOf(ctx.req.headers));
+    ctx.state.caller = await authenticate(orm, authorizationOf(ctx.req), clientOf(ctx.req.headers));
     await next();
   };
 }
@@ -76,4 +76,17 @@ export async function jsonBody(ctx: AppContext, next: Next): Promise<void> {
     }
   }
   await parseJson(ctx, next);
+}
+
+/**
+ * OPTIONS on a known path: 204, and an `Allow` that lists OPTIONS as well (the router's answer
+ * lists only the methods of its routes). An unknown path stays a 404.
+ */
+export async function answerOptions(ctx: AppContext, next: Next): Promise<void> {
+  await next();
+  if (ctx.method !== 'OPTIONS' || ctx.status !== 200) return;
+  const allow = String(ctx.response.get('Allow') ?? '');
+  if (!allow) return;
+  ctx.set('Allow', [...allow.split(/,\s*/), 'OPTIONS'].join(', '));
+  ctx.status = 204;
 }
