@@ -78,6 +78,11 @@ test('a second service on the same DATA_DIR is refused; npm run token goes throu
     expect(await tokenCommand(['--user', '999', '--scope', 'x'], env(), io)).toBe(1);
     expect(err.join('')).toMatch(/userID: no user with id 999/);
     expect(await tokenCommand(['--scope', 'x'], env(), io)).toBe(2);
+    // Usage mistakes exit 2 before the database is opened, saying what is wrong.
+    expect(await tokenCommand(['--user', 'abc', '--scope', 'x'], env(), io)).toBe(2);
+    expect(err.join('')).toContain('--user must be a user id (a positive integer), got "abc"');
+    expect(await tokenCommand(['--user', '1', '--user', '2', '--scope', 'x'], env(), io)).toBe(2);
+    expect(err.join('')).toContain('--user is given more than once');
   } finally {
     await running.stop();
   }

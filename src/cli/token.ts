@@ -21,7 +21,19 @@ export interface Io {
 export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' } } }).values;
+    const parsed = parseArgs({
+      args: argv,
+      options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' } },
+      tokens: true,
+    });
+    // parseArgs keeps the last of a repeated option: a second --user is a mistake to point out.
+    const seen = new Set<string>();
+    for (const token of parsed.tokens) {
+      if (token.kind !== 'option') continue;
+      if (seen.has(token.name)) throw new Error(`--${token.name} is given more than once`);
+      seen.add(token.name);
+    }
+    args = parsed.values;
   } catch (err) {
     io.err(`${(err as Error).message}\n${USAGE}\n`);
     return 2;
@@ -30,13 +42,17 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
     io.err(`${USAGE}\n`);
     return 2;
   }
+  if (!/^[1-9]\d{0,15}$/.test(args.user) || !Number.isSafeInteger(Number(args.user))) {
+    io.err(`--user must be a user id (a positive integer), got "${args.user}"\n${USAGE}\n`);
+    return 2;
+  }
   const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
   try {
     await db.migrate();
     const accessToken = newAccessToken();
     const token = await createServices(db.orm).tokens.create(
       { ...SYSTEM_CALLER, client: 'npm run token' },
-      { userID: /^\d+$/.test(args.user) ? Number(args.user) : args.user, accessToken, scope: args.scope, expireAt: args.expires ?? null },
+      { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null },
     );
     io.err(`Issued token ${token.id} for user ${token.user} with scope "${token.scope}".\n`);
     io.out(`${accessToken}\n`);
