@@ -124,6 +124,13 @@ describe('authentication', () => {
     const names = schema.body.data.__schema.types.map((t: { name: string }) => t.name);
     expect(names).toEqual(expect.arrayContaining(['Query', 'Mutation', 'User', 'Token', 'Application', 'Role', 'ApplicationLink']));
 
+    // A credential that is there but wrong is a 401 all the same (the README's table).
+    for (const header of [`Bearer ${uniq('unknown')}`, 'Basic abc']) {
+      const wrong = await send('{ __schema { types { name } } }', header);
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    }
+
     const typename = await send('{ __typename }', null);
     expect(typename.status).toBe(200);
     expect(typename.body).toEqual({ data: { __typename: 'Query' } });
@@ -579,6 +586,61 @@ describe('limits', () => {
     expect(res.status).toBe(405);
     expect(res.body?.data).toBeUndefined();
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe('nesting and size of inputs', () => {
+  const nots = (n: number): Record<string, unknown> => {
+    let filter: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++) filter = { not: filter };
+    return filter;
+  };
+
+  test('variables nested thousands of levels deep: 400 BAD_USER_INPUT, not a stack overflow; nothing logged as an error', async () => {
+    const errorsBefore = svc.logLines.filter((l) => /"level":"error"/.test(l)).length;
+    for (const depth of [3_000, 5_000]) {
+      // Written out by hand: JSON.stringify itself recurses.
+      const f = `${'{"not":'.repeat(depth)}{}${'}'.repeat(depth)}`;
+      const rawBody = `{"query":"query($f: UserFilter) { users(filter: $f) { total } }","variables":{"f":${f}}}`;
+      const res = await svc.graphql('', undefined, { rawBody });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([
+        { message: 'the variables are nested more than 64 levels deep', extensions: { code: 'BAD_USER_INPUT', requestId: expect.any(String) } },
+      ]);
+    }
+    // Nine levels are within the nesting limit and get the list language's own answer.
+    const nine = await svc.graphql('query($f: UserFilter) { users(filter: $f) { total } }', { f: nots(9) });
+    expect(nine.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(nine.body.errors[0].message).toMatch(/deeper than 8 levels/);
+    expect(svc.logLines.filter((l) => /"level":"error"/.test(l))).toHaveLength(errorsBefore);
+  });
+
+  test('a document nested thousands of levels deep: 400 GRAPHQL_PARSE_FAILED naming the limit, not "Maximum call stack size exceeded"', async () => {
+    const inline = `{ users(filter: ${'{ not: '.repeat(3_000)}{}${' }'.repeat(3_000)}) { total } }`;
+    const selections = `{ ${'a { '.repeat(4_000)}b${' }'.repeat(4_000)} }`;
+    const list = `{ users(filter: { id: { in: ${'['.repeat(4_000)}1${']'.repeat(4_000)} } }) { total } }`;
+    for (const query of [inline, selections, list]) {
+      const res = await svc.graphql(query);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
+      expect(res.body.errors[0].message).toMatch(/levels deep; at most 64 are allowed/);
+    }
+    // Braces inside strings and comments do not count.
+    const quoted = await svc.graphql(`{ users(filter: { lastName: { eq: "${'{'.repeat(100)}" } }) { total } # ${'['.repeat(100)}\n }`);
+    expect(quoted.status).toBe(200);
+    expect(quoted.body.data.users.total).toBe(0);
+  });
+
+  test('a filter of more than 10 000 values in all: 400 naming the limit (PostgreSQL binds at most 65 535 per statement); 10 000 pass', async () => {
+    const ids = (from: number) => Array.from({ length: 1_000 }, (_, i) => String(from + i));
+    const filter = (lists: number) => ({ or: Array.from({ length: lists }, (_, k) => ({ id: { in: ids(10_000_000 + k * 1_000) } })) });
+    const query = 'query($f: UserFilter) { users(filter: $f) { total } }';
+    const ten = await svc.graphql(query, { f: filter(10) });
+    expect(ten.status).toBe(200);
+    expect(ten.body).toEqual({ data: { users: { total: 0 } } });
+    const seventy = await svc.graphql(query, { f: filter(70) });
+    expect(seventy.status).toBe(200);
+    expect(seventy.body.errors[0]).toMatchObject({ message: 'filter: has 70000 values; at most 10000 are allowed', extensions: { code: 'BAD_USER_INPUT', field: 'filter' } });
   });
 });
 

@@ -20,7 +20,50 @@ import type { GraphQLContext } from './context.js';
  * - tokens: the parser stops at this many (a huge document is refused before it is built);
  * - cost: roughly the number of records an operation may answer (see `pageCost`).
  */
-export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 100, maxFields: 2_000, maxTokens: 10_000, maxCost: 20_000 } as const;
+export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 100, maxFields: 2_000, maxTokens: 10_000, maxCost: 20_000, maxNesting: 64 } as const;
+
+/**
+ * How deeply a document nests `{`, `[` and `(` (strings and comments aside). graphql-js parses,
+ * validates and coerces recursively, as type-graphql converts inputs: thousands of levels
+ * overflow the stack. The size rule below cannot help, since it runs on the parsed document.
+ */
+export function documentNesting(text: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '#') {
+      while (i < text.length && text[i] !== '\n' && text[i] !== '\r') i++;
+    } else if (c === '"') {
+      if (text.startsWith('"""', i)) {
+        i += 3;
+        while (i < text.length && !text.startsWith('"""', i)) i += text.startsWith('\\"""', i) ? 4 : 1;
+        i += 2; // the loop's i++ passes the closing quotes' third
+      } else {
+        for (i++; i < text.length && text[i] !== '"' && text[i] !== '\n'; i++) if (text[i] === '\\') i++;
+      }
+    } else if (c === '{' || c === '[' || c === '(') {
+      max = Math.max(max, ++depth);
+    } else if (c === '}' || c === ']' || c === ')') {
+      depth = Math.max(0, depth - 1);
+    }
+  }
+  return max;
+}
+
+/** How deeply a JSON value nests objects and arrays (at most `limit` + 1), counted without recursion. */
+export function valueNesting(value: unknown, limit: number): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    max = Math.max(max, depth + 1);
+    if (max > limit) return max; // deep enough to refuse; no need to walk on
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return max;
+}
 
 const tooBig = (message: string) => new GraphQLError(message, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
 

@@ -16,7 +16,7 @@ import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
-import { costLimitPlugin, GRAPHQL_LIMITS, sizeLimitRule } from './limits.js';
+import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { mutationTransactionPlugin } from './mutations.js';
 import { operationPlugin } from './operation.js';
 import { graphQLSchema } from './schema.js';
@@ -43,9 +43,37 @@ function runsWithoutToken(ctx: AppContext): boolean {
 }
 
 /**
+ * A document or variables nested deeper than GRAPHQL_LIMITS.maxNesting, refused before graphql-js
+ * walks them recursively (thousands of levels would overflow its stack: a 500).
+ */
+function nestingProblem(ctx: AppContext): { code: string; message: string } | null {
+  const params = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+  const { maxNesting } = GRAPHQL_LIMITS;
+  if (typeof params.query === 'string') {
+    const depth = documentNesting(params.query);
+    if (depth > maxNesting) {
+      return { code: 'GRAPHQL_PARSE_FAILED', message: `the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed` };
+    }
+  }
+  let variables = params.variables;
+  if (typeof variables === 'string') {
+    try {
+      variables = JSON.parse(variables);
+    } catch {
+      return null; // Apollo answers variables that are not JSON
+    }
+  }
+  // The variables object itself is one level: its values may nest maxNesting more.
+  if (valueNesting(variables, maxNesting + 1) > maxNesting + 1) {
+    return { code: 'BAD_USER_INPUT', message: `the variables are nested more than ${maxNesting} levels deep` };
+  }
+  return null;
+}
+
+/**
  * Apollo answers some requests before any plugin sees them (CSRF prevention, variables that are
- * not JSON, a batch, a mutation over GET): their errors get the request id as well, and a 405 the
- * code its status means.
+ * not JSON, a batch, a mutation over GET): their errors get the request id as well, and a 405 or
+ * a 415 the code its status means.
  */
 function completeEarlyErrors(ctx: AppContext): void {
   if (ctx.status < 400 || typeof ctx.body !== 'string') return;
@@ -57,7 +85,8 @@ function completeEarlyErrors(ctx: AppContext): void {
   }
   if (!Array.isArray(body?.errors)) return;
   for (const error of body.errors) {
-    error.extensions = { ...error.extensions, ...(ctx.status === 405 ? { code: 'METHOD_NOT_ALLOWED' } : {}), requestId: ctx.state.requestId };
+    const code = ctx.status === 405 ? 'METHOD_NOT_ALLOWED' : ctx.status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : undefined;
+    error.extensions = { ...error.extensions, ...(code ? { code } : {}), requestId: ctx.state.requestId };
   }
   ctx.body = JSON.stringify(body);
 }
@@ -140,7 +169,9 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     try {
       caller = await authenticate(db.orm, authorizationOf(ctx.req), clientOf(ctx.req.headers));
     } catch (err) {
-      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection) throw err;
+      // Only a request with no credential at all may fall back to introspection: a wrong one is
+      // a 401 (Sandbox shows it), as the README's table says.
+      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection || (ctx.req.headers.authorization ?? '').trim() !== '') throw err;
       const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));
       if (readable && runsWithoutToken(ctx)) return null;
       throw err;
@@ -163,6 +194,12 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
         });
       }
       callers.set(ctx, await callerFor(ctx));
+      const tooDeep = nestingProblem(ctx);
+      if (tooDeep) {
+        ctx.status = 400;
+        ctx.body = { errors: [{ message: tooDeep.message, extensions: { code: tooDeep.code, requestId: ctx.state.requestId } }] };
+        return;
+      }
       // The scope a mutation's transaction lives in; settled before the answer, and never left open.
       await withSharedScope(async () => {
         try {

@@ -56,6 +56,8 @@ export const LIST_LIMITS = {
   maxDepth: 8,
   maxConditions: 100,
   maxInValues: 1000,
+  /** Values in one filter, `in` lists included: PostgreSQL binds at most 65 535 per statement. */
+  maxValues: 10_000,
 } as const;
 
 const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'like', 'ilike', 'isNull'] as const;
@@ -152,6 +154,7 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
 interface FilterState {
   fields: ListFields;
   conditions: number;
+  values: number;
   problems: FieldProblem[];
 }
 
@@ -170,10 +173,12 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
       return {};
     }
   }
-  const state: FilterState = { fields, conditions: 0, problems };
+  const state: FilterState = { fields, conditions: 0, values: 0, problems };
   const where = compileNode(tree, 'filter', 1, state);
   if (state.conditions > LIST_LIMITS.maxConditions) {
     problems.push({ field: 'filter', message: `has ${state.conditions} conditions; at most ${LIST_LIMITS.maxConditions} are allowed` });
+  } else if (state.values > LIST_LIMITS.maxValues) {
+    problems.push({ field: 'filter', message: `has ${state.values} values; at most ${LIST_LIMITS.maxValues} are allowed` });
   }
   return where;
 }
@@ -250,6 +255,7 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
       state.problems.push({ field: here, message: checked.message });
       continue;
     }
+    state.values += Array.isArray(checked.value) ? checked.value.length : 1;
     if (op === 'isNull') conditions.push({ [checked.value ? '$eq' : '$ne']: null });
     else conditions.push({ [MIKRO_OP[op as Exclude<Operator, 'isNull'>]]: checked.value });
   }
