@@ -198,6 +198,19 @@ describe('errors', () => {
       ['{ users(filter: { createdAt: { gt: "SECRET-DATE" } }) { total } }', 'filter.createdAt.gt', /^DateTime /],
       ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109) { right } }', 'right', /^Int cannot represent non 32-bit signed integer value\.$/],
     ];
+    // Nor in a syntax error, which names the token it stopped at, nor in a variable's default value.
+    for (const query of [
+      '{ tokens(filter: { accessToken: { eq: "SECRET2" "SECRET3" } }) { total } }',
+      '{ tokens(filter: { accessToken "SECRETA" }) { total } }',
+      '{ tokens(filter: { accessToken """SECRETB""" }) { total } }',
+      'query Q($a: Int = "SECRET19") { users(pageSize: $a) { total } }',
+      'query Q($a: ID = { a: "SECRETH" }) { token(id: $a) { id } }',
+    ]) {
+      const res = await svc.graphql(query);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.code).toMatch(/^GRAPHQL_(PARSE|VALIDATION)_FAILED$/);
+      expect(res.text).not.toMatch(/SECRET/);
+    }
     for (const [query, field, message] of literals) {
       const res = await svc.graphql(query);
       const error = res.body.errors[0];
@@ -206,6 +219,15 @@ describe('errors', () => {
       });
       expect(res.text).not.toMatch(/SECRET|12345678901|98765432109/);
     }
+  });
+
+  test('a GET with a non-JSON Content-Type is a 415 with code UNSUPPORTED_MEDIA_TYPE', async () => {
+    const res = await fetch(`${svc.url}/graphql?query=${encodeURIComponent('{ viewer { id } }')}`, {
+      headers: { Authorization: `Bearer ${svc.adminToken}`, 'apollo-require-preflight': 'true', 'Content-Type': 'text/plain' },
+    });
+    expect(res.status).toBe(415);
+    const body = (await res.json()) as any;
+    expect(body.errors[0].extensions).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', requestId: res.headers.get('x-request-id') });
   });
 
   test('errors Apollo answers before GraphQL runs carry the requestId too; a mutation over GET is METHOD_NOT_ALLOWED', async () => {

@@ -687,6 +687,16 @@ describe('OPTIONS and repeated Authorization headers', () => {
     expect(res.text).toBe('');
   });
 
+  test('a method no route serves (TRACE, PROPFIND) on an unknown path is a 404; on a known path a 405 with Allow', async () => {
+    for (const [method, path] of [['TRACE', '/nope'], ['PROPFIND', '/'], ['TRACE', '/user/1/nope']]) {
+      const res = await rawRequest(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect({ method, path, status: res.status, allow: res.headers.allow, error: res.body.error }).toEqual({ method, path, status: 404, allow: undefined, error: 'NOT_FOUND' });
+    }
+    const known = await rawRequest('TRACE /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(known.status).toBe(405);
+    expect(known.headers.allow).toBe('HEAD, GET, POST');
+  });
+
   test('OPTIONS /graphql: 204 with GET, HEAD, POST, OPTIONS; OPTIONS on an unknown path stays a 404', async () => {
     const graphql = await fetch(`${svc.url}/graphql`, { method: 'OPTIONS' });
     expect(graphql.status).toBe(204);

@@ -154,6 +154,14 @@ function format(formatted: GraphQLFormattedError, error: unknown): GraphQLFormat
     const message = invalidLiteral(formatted.message, error);
     return { ...formatted, message, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(message, extensions.field) } };
   }
+  // Syntax errors name the token they stopped at, and a string's or number's token is its value.
+  if (code === 'GRAPHQL_PARSE_FAILED') {
+    return { ...formatted, message: formatted.message.replace(/ (String|BlockString|Int|Float) "[\s\S]*"(\.?)$/, ' $1$2'), extensions };
+  }
+  // A variable's default value of the wrong type (`$a: Int = "x"`) is a literal like any other.
+  if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message !== 'Validation aborted.') {
+    return { ...formatted, message: invalidLiteral(formatted.message, error), extensions };
+  }
   // graphql-js stops checking that same-named fields can merge once that grows too costly.
   if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message === 'Validation aborted.') {
     return { ...formatted, message: 'the query repeats the same fields too often to be checked; select each field once', extensions };

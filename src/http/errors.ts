@@ -45,9 +45,13 @@ export function errorHandler(log: Logger) {
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
-        if (ctx.status === 404) send(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
-        else if (ctx.status === 405 || ctx.status === 501) {
-          const allow = String(ctx.response.get('Allow'));
+        // The router answers a method it has no route for at all (TRACE, PROPFIND) with 501 and an
+        // empty Allow, on any path: a path with no route is a 404 whatever the method.
+        const allow = String(ctx.response.get('Allow') ?? '');
+        if (ctx.status === 404 || ((ctx.status === 405 || ctx.status === 501) && !allow)) {
+          ctx.remove('Allow');
+          send(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
+        } else if (ctx.status === 405 || ctx.status === 501) {
           send(ctx, new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; allowed: ${allow}`, undefined, { Allow: allow }));
         }
       }

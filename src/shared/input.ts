@@ -8,7 +8,7 @@ import { checkDate, checkId, checkInt32, checkSafeInteger, checkString, type Che
  */
 export type WritableField =
   /** `nonEmpty`: "" (or only spaces) is refused too, for values that must say something. */
-  | { kind: 'string'; max: number; nullable?: boolean; required?: boolean; nonEmpty?: boolean }
+  | { kind: 'string'; max: number; nullable?: boolean; required?: boolean; nonEmpty?: boolean; pattern?: { test: RegExp; message: string } }
   | { kind: 'int32' | 'safeInt'; required?: boolean }
   | { kind: 'id'; required?: boolean }
   | { kind: 'date'; nullable: true };
@@ -30,6 +30,7 @@ function checkField(field: WritableField, value: unknown): Checked<unknown> {
     case 'string': {
       const checked = checkString(value, field.max);
       if (checked.ok && field.nonEmpty && (checked.value as string).trim() === '') return { ok: false, message: 'must not be empty' };
+      if (checked.ok && field.pattern && !field.pattern.test.test(checked.value as string)) return { ok: false, message: field.pattern.message };
       return checked;
     }
     case 'int32':

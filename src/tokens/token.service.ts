@@ -10,9 +10,12 @@ import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
 import { readerOf } from '../db/transaction.js';
 
+const BEARER_VALUE = { test: /^[\x21-\x7e]*$/, message: 'must be visible ASCII characters without spaces (it is sent in an Authorization header)' };
+
 export const TOKEN_WRITABLE: WritableFields = {
   userID: { kind: 'id', required: true },
-  accessToken: { kind: 'string', max: 1024, required: true, nonEmpty: true },
+  // A bearer value travels in an Authorization header: visible ASCII, no spaces (else it could never be used).
+  accessToken: { kind: 'string', max: 1024, required: true, nonEmpty: true, pattern: BEARER_VALUE },
   refreshToken: { kind: 'string', max: 1024 },
   scope: { kind: 'string', max: 255 },
   code: { kind: 'string', max: 1024 },
