@@ -13,6 +13,10 @@ import { createLogger, type Logger } from './shared/log.js';
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
 
+/** Whether `work` settles within `ms` (false: the time ran out first; `work` goes on). */
+const settlesWithin = (work: Promise<unknown>, ms: number): Promise<boolean> =>
+  Promise.race([work.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
+
 export interface RunningService {
   url: string;
   db: Database;
@@ -48,15 +52,15 @@ export async function startService(
     // Once stopping, every answer closes its connection (those being prepared included): a
     // keep-alive client cannot hold the process open by sending more requests, and the stop ends
     // when the last answer is out rather than when idle connections time out.
-    let stopping = false;
+    let stopped: Promise<void> | undefined; // set by the first stop()
     const unanswered = new Set<ServerResponse>();
     const closeAfterAnswer = (res: ServerResponse) => {
       res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
     };
     server.on('request', (_req, res) => {
-      if (stopping) return closeAfterAnswer(res);
+      if (stopped) return closeAfterAnswer(res);
       unanswered.add(res);
-      res.once('finish', () => unanswered.delete(res)).once('close', () => unanswered.delete(res));
+      res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
     });
     server.on('request', app.callback());
     server.on('clientError', answerClientError);
@@ -70,7 +74,6 @@ export async function startService(
     const url = `http://${host}:${port}`;
     log.info('listening', { url, database: db.kind });
     const listening = server;
-    let stopped: Promise<void> | undefined;
     return {
       url,
       db,
@@ -78,18 +81,15 @@ export async function startService(
       firstToken,
       stop: () =>
         (stopped ??= (async () => {
-          stopping = true;
           for (const res of unanswered) closeAfterAnswer(res);
           const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
           listening.closeIdleConnections();
-          const timer = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
-          await Promise.race([closed, timer]);
+          await settlesWithin(closed, config.shutdownTimeoutMs);
           listening.closeAllConnections();
           await graphql.stop();
           // A pool whose connections hang (a network gone silent) must not hold the stop forever.
-          const dbClosed = db.close().then(() => true, (err: Error) => (log.warn('database close failed', { error: err?.name }), true));
-          const waited = await Promise.race([dbClosed, new Promise<false>((resolve) => setTimeout(() => resolve(false), DB_CLOSE_TIMEOUT_MS).unref())]);
-          if (!waited) log.warn('database close timed out', { timeoutMs: DB_CLOSE_TIMEOUT_MS });
+          const dbClosed = db.close().catch((err: Error) => log.warn('database close failed', { error: err?.name }));
+          if (!(await settlesWithin(dbClosed, DB_CLOSE_TIMEOUT_MS))) log.warn('database close timed out', { timeoutMs: DB_CLOSE_TIMEOUT_MS });
           log.info('stopped');
         })()),
     };

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
@@ -574,64 +575,58 @@ describe('every reply of this file', () => {
 describe('bounded waits on PostgreSQL (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS)', () => {
   const external = process.env.DATABASE_URL ? test : test.skip;
 
-  /** Runs `check` while another session holds user `id` FOR UPDATE in an open transaction. */
-  async function whileUserLocked(target: TestService, id: number, check: () => Promise<void>): Promise<void> {
-    const holder = new pg.Client({ connectionString: target.config.databaseUrl });
-    await holder.connect();
+  /**
+   * On a service of its own (env: its timeouts), runs `check` on a fresh user while another session
+   * holds that user FOR UPDATE in an open transaction; then nothing may have changed.
+   */
+  async function whileUserLocked(env: Record<string, string>, check: (target: TestService, id: number) => Promise<void>): Promise<void> {
+    const target = await startTestService(env);
     try {
-      await holder.query('begin');
-      await holder.query('select id from users where id = $1 for update', [id]);
-      await check();
+      const id = (await target.request('POST', '/user/', { body: { firstName: 'Locked', lastName: 'Row' } })).body.id;
+      const before = await target.snapshot();
+      const holder = new pg.Client({ connectionString: target.config.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('select id from users where id = $1 for update', [id]);
+        await check(target, id);
+      } finally {
+        await holder.query('rollback').catch(() => {});
+        await holder.end();
+      }
+      expect(await target.snapshot()).toEqual(before);
     } finally {
-      await holder.query('rollback').catch(() => {});
-      await holder.end();
+      await target.stop();
     }
   }
 
   external('a write that waits longer than the lock timeout for a locked row: 409 CONFLICT (REST and GraphQL); nothing changes; the pool recovers', async () => {
-    const quick = await startTestService({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' });
-    try {
-      const id = (await quick.request('POST', '/user/', { body: { firstName: 'Locked', lastName: 'Row' } })).body.id;
-      const before = await quick.snapshot();
-      await whileUserLocked(quick, id, async () => {
-        const started = Date.now();
-        const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
-        expect(rest.status).toBe(409);
-        expect(rest.body).toEqual({ code: 409, error: 'CONFLICT', message: 'the records are being changed by another request; try again', requestId: expect.any(String) });
-        const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
-        expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
-        expect(Date.now() - started).toBeLessThan(5_000);
-        // Requests that need no lock are served meanwhile, with both pool connections free again.
-        const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
-        expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
-      });
-      expect(await quick.snapshot()).toEqual(before);
+    await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' }, async (quick, id) => {
+      const started = Date.now();
+      const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
+      expect(rest.status).toBe(409);
+      expect(rest.body).toEqual({ code: 409, error: 'CONFLICT', message: 'the records are being changed by another request; try again', requestId: expect.any(String) });
+      const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
+      expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // Requests that need no lock are served meanwhile, with both pool connections free again.
+      const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
+      expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(quick.logLines.join('\n')).not.toMatch(/"level":"error"/);
-    } finally {
-      await quick.stop();
-    }
+    });
   });
 
   external('a statement that runs longer than the statement timeout: 503 UNAVAILABLE, nothing changes', async () => {
-    const quick = await startTestService({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' });
-    try {
-      const id = (await quick.request('POST', '/user/', { body: { firstName: 'Slow', lastName: 'Row' } })).body.id;
-      const before = await quick.snapshot();
-      await whileUserLocked(quick, id, async () => {
-        const rest = await quick.request('DELETE', `/user/${id}`);
-        expect(rest.status).toBe(503);
-        expect(rest.body).toMatchObject({ code: 503, error: 'UNAVAILABLE', message: 'the database took too long to answer; try again shortly' });
-      });
-      expect(await quick.snapshot()).toEqual(before);
-    } finally {
-      await quick.stop();
-    }
+    await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' }, async (quick, id) => {
+      const rest = await quick.request('DELETE', `/user/${id}`);
+      expect(rest.status).toBe(503);
+      expect(rest.body).toMatchObject({ code: 503, error: 'UNAVAILABLE', message: 'the database took too long to answer; try again shortly' });
+    });
   });
 });
 
 describe('graceful stop', () => {
   test('in-flight requests finish with Connection: close, idle keep-alive connections close, and the stop ends with them (not at SHUTDOWN_TIMEOUT_MS)', async () => {
-    const { request: httpRequest, Agent } = await import('node:http');
     const quick = await startTestService({ SHUTDOWN_TIMEOUT_MS: '20000' });
     const agent = new Agent({ keepAlive: true, maxSockets: 4 });
     const url = new URL(quick.url);

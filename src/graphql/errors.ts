@@ -149,22 +149,22 @@ function format(formatted: GraphQLFormattedError, error: unknown): GraphQLFormat
       return { message: variable.message, locations: formatted.locations, extensions: { ...extensions, ...naming(variable.message, variable.field) } };
     }
   }
-  // A literal argument of the wrong type (`right: "x"`): the errors plugin named the argument.
-  if (code === 'GRAPHQL_VALIDATION_FAILED' && typeof extensions.field === 'string') {
-    const message = invalidLiteral(formatted.message, error);
-    return { ...formatted, message, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(message, extensions.field) } };
-  }
   // Syntax errors name the token they stopped at, and a string's or number's token is its value.
   if (code === 'GRAPHQL_PARSE_FAILED') {
     return { ...formatted, message: formatted.message.replace(/ (String|BlockString|Int|Float) "[\s\S]*"(\.?)$/, ' $1$2'), extensions };
   }
-  // A variable's default value of the wrong type (`$a: Int = "x"`) is a literal like any other.
-  if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message !== 'Validation aborted.') {
-    return { ...formatted, message: invalidLiteral(formatted.message, error), extensions };
-  }
-  // graphql-js stops checking that same-named fields can merge once that grows too costly.
-  if (code === 'GRAPHQL_VALIDATION_FAILED' && formatted.message === 'Validation aborted.') {
-    return { ...formatted, message: 'the query repeats the same fields too often to be checked; select each field once', extensions };
+  if (code === 'GRAPHQL_VALIDATION_FAILED') {
+    // graphql-js stops checking that same-named fields can merge once that grows too costly.
+    if (formatted.message === 'Validation aborted.') {
+      return { ...formatted, message: 'the query repeats the same fields too often to be checked; select each field once', extensions };
+    }
+    // A literal of the wrong type, in an argument or a variable's default value, without its value.
+    const message = invalidLiteral(formatted.message, error);
+    // In an argument, the errors plugin named it: the caller's input, not the document's shape.
+    if (typeof extensions.field === 'string') {
+      return { ...formatted, message, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(message, extensions.field) } };
+    }
+    return { ...formatted, message, extensions };
   }
   if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
   return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };

@@ -28,8 +28,11 @@ const METHODS = ['GET', 'HEAD', 'POST'];
  * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
  * introspection meta-fields (__schema, __type, __typename), and only where introspection is on.
  */
+/** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
+const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+
 function runsWithoutToken(ctx: AppContext): boolean {
-  const params = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+  const params = paramsOf(ctx);
   if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
   if (typeof params.query !== 'string') return false;
   let operation: OperationDefinitionNode | null | undefined;
@@ -47,7 +50,7 @@ function runsWithoutToken(ctx: AppContext): boolean {
  * walks them recursively (thousands of levels would overflow its stack: a 500).
  */
 function nestingProblem(ctx: AppContext): { code: string; message: string } | null {
-  const params = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+  const params = paramsOf(ctx);
   const { maxNesting } = GRAPHQL_LIMITS;
   if (typeof params.query === 'string') {
     const depth = documentNesting(params.query);
@@ -165,13 +168,14 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
    * is a 401 before anything else is said about the request (its body, its document, the schema).
    */
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
+    const header = authorizationOf(ctx.req);
     let caller: Caller;
     try {
-      caller = await authenticate(db.orm, authorizationOf(ctx.req), clientOf(ctx.req.headers));
+      caller = await authenticate(db.orm, header, clientOf(ctx.req.headers));
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.
-      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection || (ctx.req.headers.authorization ?? '').trim() !== '') throw err;
+      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
       const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));
       if (readable && runsWithoutToken(ctx)) return null;
       throw err;

@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { BEARER_VALUE_PATTERN } from '../auth/authenticate.js';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { findPagesByParent } from '../list/pages.js';
@@ -10,12 +11,12 @@ import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
 import { readerOf } from '../db/transaction.js';
 
-const BEARER_VALUE = { test: /^[\x21-\x7e]*$/, message: 'must be visible ASCII characters without spaces (it is sent in an Authorization header)' };
+/** An accessToken travels in an Authorization header: anything else could never be used. */
+const SENDABLE_AS_BEARER = { test: BEARER_VALUE_PATTERN, message: 'must be visible ASCII characters without spaces (it is sent in an Authorization header)' };
 
 export const TOKEN_WRITABLE: WritableFields = {
   userID: { kind: 'id', required: true },
-  // A bearer value travels in an Authorization header: visible ASCII, no spaces (else it could never be used).
-  accessToken: { kind: 'string', max: 1024, required: true, nonEmpty: true, pattern: BEARER_VALUE },
+  accessToken: { kind: 'string', max: 1024, required: true, nonEmpty: true, pattern: SENDABLE_AS_BEARER },
   refreshToken: { kind: 'string', max: 1024 },
   scope: { kind: 'string', max: 255 },
   code: { kind: 'string', max: 1024 },
