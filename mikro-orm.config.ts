@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type pg from 'pg';
 import { ReflectMetadataProvider } from '@mikro-orm/decorators/legacy';
 import { Migrator } from '@mikro-orm/migrations';
 import { DefaultLogger, type LogContext } from '@mikro-orm/core';
@@ -7,6 +8,7 @@ import { Application } from './src/applications/application.entity.js';
 import { BoundParametersDriver } from './src/db/bound-parameters.js';
 import { migrations } from './src/db/migrations/index.js';
 import { POOL_ACQUIRE_TIMEOUT_MS, releaseClientsThatLoseTheirConnection } from './src/db/pool.js';
+import { nameReadStatements } from './src/db/prepared.js';
 import { UserApplication, UserRole } from './src/links/link.entities.js';
 import { Role } from './src/roles/role.entity.js';
 import { Token } from './src/tokens/token.entity.js';
@@ -46,7 +48,11 @@ export function ormOptions(
     // which no lock is ever waited for.
     driverOptions: {
       connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
-      onPoolCreated: releaseClientsThatLoseTheirConnection,
+      onPoolCreated: (pool: pg.Pool) => {
+        releaseClientsThatLoseTheirConnection(pool);
+        // The embedded database gets its values escaped into the text (above): nothing to name.
+        if (!embedded) nameReadStatements(pool);
+      },
       ...(embedded ? {} : { lock_timeout: lockTimeoutMs, statement_timeout: statementTimeoutMs }),
     },
     // Requests use their own fork of the EntityManager; the global one must never collect state.

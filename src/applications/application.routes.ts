@@ -1,8 +1,7 @@
 import type Router from '@koa/router';
 import type { AppState } from '../http/context.js';
 import { crudRoutes } from '../http/crud-routes.js';
-import { presentNamed } from '../shared/named-record.js';
 import type { ApplicationService } from './application.service.js';
 
 export const applicationRoutes = (applications: ApplicationService, basePath: string): Router<AppState> =>
-  crudRoutes({ path: '/application', basePath, service: applications, present: presentNamed });
+  crudRoutes({ path: '/application', basePath, service: applications });

@@ -34,8 +34,7 @@ export function bearerOf(header: string | undefined): string {
  * Every request runs this, so it is written as fixed SQL on the ORM's connection: building and
  * hydrating the same lookup through the entity manager cost 4.3 ms a request here, this 1.3 ms.
  */
-const LIVE_TOKEN = `
-  select t.id, t.user_id, t.scope, t.access_token
+const LIVE_TOKEN = `select t.id, t.user_id, t.scope, t.access_token
     from tokens t join users u on u.id = t.user_id
    where t.access_token_hash = ? and t.deleted_at is null and u.deleted_at is null
      and (t.expire_at is null or t.expire_at > now())`;

@@ -54,7 +54,7 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
       { ...SYSTEM_CALLER, client: 'npm run token' },
       { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null },
     );
-    io.err(`Issued token ${token.id} for user ${token.user} with scope "${token.scope}".\n`);
+    io.err(`Issued token ${token.id} for user ${token.userID} with scope "${token.scope}".\n`);
     io.out(`${accessToken}\n`);
     return 0;
   } catch (err) {

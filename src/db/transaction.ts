@@ -56,6 +56,11 @@ function joinable(scope: SharedScope | undefined): EntityManager | undefined {
   return scope?.em;
 }
 
+/** The GraphQL mutation's shared transaction this call runs in, if any (its failure to begin, thrown). */
+export function sharedTransaction(): EntityManager | undefined {
+  return joinable(scopes.getStore());
+}
+
 /**
  * The EntityManager for a read. Inside a shared transaction it runs on that transaction's
  * connection: it sees the transaction's own writes, and it needs no second connection (two

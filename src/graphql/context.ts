@@ -3,7 +3,7 @@ import type { Caller } from '../auth/caller.js';
 import type { ListInput, Page } from '../list/list.js';
 import type { Services } from '../services.js';
 import { AppError } from '../shared/errors.js';
-import type { User } from '../users/user.entity.js';
+import type { UserRecord } from '../users/user.presenter.js';
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
@@ -30,7 +30,7 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly pages = new Map<string, DataLoader<number, Page<unknown>>>();
-  readonly userById: DataLoader<number, User | null>;
+  readonly userById: DataLoader<number, UserRecord | null>;
 
   constructor(private readonly services: Services, private readonly caller: Caller | null) {
     this.userById = new DataLoader(async (ids) => {
@@ -45,17 +45,21 @@ export class Loaders {
     return this.caller;
   }
 
-  /** A per-parent page loader for one nested field and one set of list arguments. */
+  /**
+   * A per-parent page loader for one nested field, one set of list arguments and whether the
+   * totals are wanted (they cost a second statement).
+   */
   page<T>(
     field: 'applications' | 'roles' | 'tokens',
     input: ListInput,
-    batch: (caller: Caller, parentIds: readonly number[], input: ListInput) => Promise<Map<number, Page<T>>>,
+    count: boolean,
+    batch: (caller: Caller, parentIds: readonly number[], input: ListInput, count: boolean) => Promise<Map<number, Page<T>>>,
   ): DataLoader<number, Page<T>> {
-    const key = `${field}:${JSON.stringify(input)}`;
+    const key = `${field}:${count}:${JSON.stringify(input)}`;
     let loader = this.pages.get(key);
     if (!loader) {
       loader = new DataLoader<number, Page<unknown>>(async (ids) => {
-        const pages = await batch(this.requireCaller(), ids, input);
+        const pages = await batch(this.requireCaller(), ids, input, count);
         return ids.map((id) => pages.get(id)!);
       });
       this.pages.set(key, loader);

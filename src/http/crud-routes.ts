@@ -7,38 +7,37 @@ import { listQuery, sendCreated, sendNoContent, sendPage } from './respond.js';
  * The REST routes every record type shares (SPEC §4): list, create, get, update (PUT, which creates
  * on a reserved id), patch (with Attrs), destroy, and — where the seed has it — apply id.
  */
-export function crudRoutes<E extends LiveRecord>(options: {
+export function crudRoutes<E extends LiveRecord, R extends { id: number }>(options: {
   path: string;
   basePath: string;
-  service: CrudService<E>;
-  present: (record: E) => unknown;
+  service: CrudService<E, R>;
   applyPath?: string;
 }): Router<AppState> {
-  const { path, basePath, service, present } = options;
+  const { path, basePath, service } = options;
   const router = new Router<AppState>();
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
 
   router.get(path, async (ctx) => {
-    sendPage(ctx, await service.list(ctx.state.caller, listQuery(ctx)), present);
+    sendPage(ctx, await service.list(ctx.state.caller, listQuery(ctx)), (record) => record);
   });
 
   router.post(path, async (ctx) => {
     const record = await service.create(ctx.state.caller, ctx.request.body);
-    sendCreated(ctx, locationOf(record.id), present(record));
+    sendCreated(ctx, locationOf(record.id), record);
   });
 
   router.get(`${path}/:id`, async (ctx) => {
-    ctx.body = present(await service.get(ctx.state.caller, ctx.params.id));
+    ctx.body = await service.get(ctx.state.caller, ctx.params.id);
   });
 
   router.put(`${path}/:id`, async (ctx) => {
     const { record, created } = await service.replace(ctx.state.caller, ctx.params.id, ctx.request.body);
-    if (created) sendCreated(ctx, locationOf(record.id), present(record));
-    else ctx.body = present(record);
+    if (created) sendCreated(ctx, locationOf(record.id), record);
+    else ctx.body = record;
   });
 
   router.patch(`${path}/:id`, async (ctx) => {
-    ctx.body = present(await service.patch(ctx.state.caller, ctx.params.id, ctx.request.body, ctx.get('Attrs') || undefined));
+    ctx.body = await service.patch(ctx.state.caller, ctx.params.id, ctx.request.body, ctx.get('Attrs') || undefined);
   });
 
   router.delete(`${path}/:id`, async (ctx) => {

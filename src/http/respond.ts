@@ -11,7 +11,7 @@ export const listQuery = (ctx: AppContext) => ({
 });
 
 export function sendPage<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown): void {
-  ctx.body = presentPage(page, present);
+  ctx.body = presentPage({ ...page, total: page.total ?? 0 }, present);
 }
 
 /** 201 with the new record and its Location. */

@@ -1,5 +1,6 @@
 import { DateTime } from '../graphql/scalars.js';
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, FieldResolver, Root } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, FieldResolver, Root } from 'type-graphql';
 import { ApplicationType } from '../applications/application.graphql.js';
 import { requirePermission } from '../auth/caller.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
@@ -9,12 +10,10 @@ import { PageArgs, PageType } from '../graphql/page.js';
 import { RoleListArgs, RolePage } from '../roles/role.graphql.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
-import { presentNamed } from '../shared/named-record.js';
-import { presentPage } from '../shared/present.js';
+import type { NamedWire } from '../shared/named-record.js';
+import { selects } from '../graphql/selection.js';
 import { UserType } from '../users/user.graphql.js';
-import type { presentUser } from '../users/user.presenter.js';
-import type { UserApplication } from './link.entities.js';
-import { presentApplicationLink, presentLinkedRole } from './link.presenter.js';
+import type { UserRecord } from '../users/user.presenter.js';
 
 @ObjectType('ApplicationLink', { description: 'A user’s link to an application, with its right.' })
 export class ApplicationLinkType {
@@ -23,7 +22,7 @@ export class ApplicationLinkType {
   @Field(() => Int) right!: number;
   @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
   @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
-  @Field(() => ApplicationType) application!: ReturnType<typeof presentNamed>;
+  @Field(() => ApplicationType) application!: NamedWire;
 }
 
 @ObjectType()
@@ -56,7 +55,6 @@ class ApplicationLinkListArgs extends PageArgs {
   @Field(() => [ApplicationLinkOrderBy], { nullable: true }) orderBy?: ApplicationLinkOrderBy[];
 }
 
-const presentLink = (link: UserApplication) => ({ ...presentApplicationLink(link), application: presentNamed(link.application) });
 
 /** Links over GraphQL: the same link service functions as /user/{id}/application/ and /role/. */
 @Resolver(() => ApplicationLinkType)
@@ -71,7 +69,7 @@ export class LinkResolver {
     requirePermission(callerOf(ctx), 'user:read');
     parseId(userID, 'userID');
     try {
-      return presentLink(await ctx.services.links.getApplicationLink(callerOf(ctx), userID, applicationID));
+      return await ctx.services.links.getApplicationLink(callerOf(ctx), userID, applicationID);
     } catch (err) {
       if (err instanceof AppError && err.error === 'NOT_FOUND') return null;
       throw err;
@@ -103,7 +101,7 @@ export class LinkResolver {
     @Arg('right', () => Int) right: number,
     @Ctx() ctx: GraphQLContext,
   ) {
-    return presentLink(await ctx.services.links.updateApplicationLink(callerOf(ctx), id, applicationID, { right }));
+    return ctx.services.links.updateApplicationLink(callerOf(ctx), id, applicationID, { right });
   }
 
   @Mutation(() => Int, { description: 'Links the roles; answers how many links were created.' })
@@ -117,20 +115,27 @@ export class LinkResolver {
   }
 }
 
-type UserOut = ReturnType<typeof presentUser>;
 
 /** User.applications(…) and User.roles(…): one statement each for a whole page of users. */
 @Resolver(() => UserType)
 export class UserLinksResolver {
   @FieldResolver(() => ApplicationLinkPage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.' })
-  async applications(@Root() user: UserOut, @Args(() => ApplicationLinkListArgs) args: ApplicationLinkListArgs, @Ctx() ctx: GraphQLContext) {
-    const page = await ctx.loaders.page('applications', listInput(args), ctx.services.links.listApplicationsForUsers).load(user.id);
-    return presentPage(page, presentLink);
+  async applications(
+    @Root() user: UserRecord,
+    @Args(() => ApplicationLinkListArgs) args: ApplicationLinkListArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ) {
+    return ctx.loaders.page('applications', listInput(args), selects(info, 'total'), ctx.services.links.listApplicationsForUsers).load(user.id);
   }
 
   @FieldResolver(() => RolePage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.' })
-  async roles(@Root() user: UserOut, @Args(() => RoleListArgs) args: InstanceType<typeof RoleListArgs>, @Ctx() ctx: GraphQLContext) {
-    const page = await ctx.loaders.page('roles', listInput(args), ctx.services.links.listRolesForUsers).load(user.id);
-    return presentPage(page, presentLinkedRole);
+  async roles(
+    @Root() user: UserRecord,
+    @Args(() => RoleListArgs) args: InstanceType<typeof RoleListArgs>,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ) {
+    return ctx.loaders.page('roles', listInput(args), selects(info, 'total'), ctx.services.links.listRolesForUsers).load(user.id);
   }
 }

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppState } from '../http/context.js';
 import { listQuery, sendPage } from '../http/respond.js';
-import { presentApplicationLink, presentLinkedApplication, presentLinkedRole } from './link.presenter.js';
+import { presentApplicationLink, presentLinkedApplication } from './link.presenter.js';
 import type { LinkService } from './link.service.js';
 
 /** /user/{id}/application/… and /user/{id}/role/. */
@@ -26,7 +26,7 @@ export function linkRoutes(links: LinkService): Router<AppState> {
   });
 
   router.get('/user/:id/role', async (ctx) => {
-    sendPage(ctx, await links.listRoles(ctx.state.caller, ctx.params.id, listQuery(ctx)), presentLinkedRole);
+    sendPage(ctx, await links.listRoles(ctx.state.caller, ctx.params.id, listQuery(ctx)), (role) => role);
   });
   router.post('/user/:id/role', async (ctx) => {
     ctx.body = { affected: await links.linkRoles(ctx.state.caller, ctx.params.id, ctx.request.body) };

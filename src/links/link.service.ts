@@ -1,42 +1,58 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
-import { readerOf, transaction } from '../db/transaction.js';
-import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
-import { findPagesByParent } from '../list/pages.js';
+import { readerFor, whereSql, type Rows } from '../db/reads.js';
+import { transaction } from '../db/transaction.js';
+import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { pagesByParent, type NestedSource } from '../list/pages.js';
 import { Role } from '../roles/role.entity.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import { readWriteBody } from '../shared/input.js';
-import { NAMED_LIST_FIELDS } from '../shared/named-record.js';
+import { namedFromRow, NAMED_COLUMNS, NAMED_LIST_FIELDS, type NamedWire } from '../shared/named-record.js';
 import { User } from '../users/user.entity.js';
-import { UserApplication, UserRole } from './link.entities.js';
+import { UserApplication } from './link.entities.js';
+import { APPLICATION_LINK_COLUMNS, applicationLinkFromEntity, applicationLinkFromRow, type ApplicationLinkRecord } from './link.presenter.js';
 
 export const MAX_LINK_IDS = 1000;
 
-/** The linked record's fields, reached through the link, plus (for applications) the link's right. */
-function throughLink(relation: string): Record<string, ListFields[string]> {
-  return Object.fromEntries(
-    Object.entries(NAMED_LIST_FIELDS).map(([name, field]) => [name, { ...field, path: [relation, ...field.path] }]),
-  );
-}
+/** The linked record's fields (alias `t`), plus (for applications) the link's right (alias `l`). */
 export const USER_APPLICATION_LIST_FIELDS: ListFields = {
-  ...throughLink('application'),
-  right: { path: ['right'], kind: 'int32' },
+  ...NAMED_LIST_FIELDS,
+  right: { column: 'l."right"', kind: 'int32' },
   // GraphQL's ApplicationLink names the application's id this way.
-  applicationID: { path: ['application', 'id'], kind: 'id' },
+  applicationID: { column: 't.id', kind: 'id' },
 };
-export const USER_ROLE_LIST_FIELDS: ListFields = throughLink('role');
+export const USER_ROLE_LIST_FIELDS: ListFields = NAMED_LIST_FIELDS;
 /**
  * GraphQL's nested `User.applications` lists the links themselves (`ApplicationLink`), so there
  * `createdAt` and `updatedAt` are the link's own, as the type shows them.
  */
 export const APPLICATION_LINK_LIST_FIELDS: ListFields = {
   ...USER_APPLICATION_LIST_FIELDS,
-  createdAt: { path: ['createdAt'], kind: 'date' },
-  updatedAt: { path: ['updatedAt'], kind: 'date' },
+  createdAt: { column: 'l.created_at', kind: 'date' },
+  updatedAt: { column: 'l.updated_at', kind: 'date' },
 };
+
+const LIVE_LINK = { sql: 'l.deleted_at is null and t.deleted_at is null', params: [] };
+const APPLICATION_LINKS: NestedSource<ApplicationLinkRecord> = {
+  from: 'user_applications l join applications t on t.id = l.application_id',
+  columns: APPLICATION_LINK_COLUMNS,
+  parentColumn: 'l.user_id',
+  live: LIVE_LINK,
+  fromRow: applicationLinkFromRow,
+};
+const ROLE_LINKS: NestedSource<NamedWire> = {
+  from: 'user_roles l join roles t on t.id = l.role_id',
+  columns: NAMED_COLUMNS,
+  parentColumn: 'l.user_id',
+  live: LIVE_LINK,
+  fromRow: namedFromRow,
+};
+const LIVE_USER = 'select 1 as live from users where id = ? and deleted_at is null';
+const APPLICATION_LINK_BY_IDS = `select ${APPLICATION_LINK_COLUMNS} from ${APPLICATION_LINKS.from}
+   where l.user_id = ? and l.application_id = ? and ${LIVE_LINK.sql}`;
 
 /**
  * A link body: a JSON array of at most 1000 positive integer ids; duplicates count once. The ids
@@ -122,38 +138,34 @@ async function unlink(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: 
   });
 }
 
-async function listLinks<L extends object>(
-  orm: MikroORM, entity: new () => L, relation: string, fields: ListFields, caller: Caller, rawUserId: unknown, input: ListInput,
-): Promise<Page<L>> {
+/** One user's links (REST /user/{id}/application/ and /role/): the page, its total and the user's check at once. */
+async function listLinks<R>(
+  rows: Rows, source: NestedSource<R>, fields: ListFields, caller: Caller, rawUserId: unknown, input: ListInput,
+): Promise<Page<R>> {
   requirePermission(caller, 'user:read');
   const userId = parseId(rawUserId);
   const q = compileList(input, fields);
-  const em = readerOf(orm);
-  await requireLiveUser(em, userId);
-  const where = { $and: [{ user: userId, deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
-  const [data, total] = await em.findAndCount(entity, where, {
-    populate: [relation] as never,
-    orderBy: q.orderBy as never,
-    limit: q.limit,
-    offset: q.offset,
-  });
-  return { total, page: q.page, pageSize: q.pageSize, data };
-}
-
-/** The same list for many users in one statement (GraphQL's nested User.applications / User.roles). */
-async function listLinksForUsers<L extends { user: number }>(
-  orm: MikroORM, entity: new () => L, relation: string, fields: ListFields, caller: Caller, userIds: readonly number[], input: ListInput,
-): Promise<Map<number, Page<L>>> {
-  requirePermission(caller, 'user:read');
-  const q = compileList(input, fields);
-  const where = { $and: [{ deletedAt: null, [relation]: { deletedAt: null } }, q.where] } as FilterQuery<L>;
-  return findPagesByParent(readerOf(orm), entity, { parent: 'user', parentIds: userIds, where, list: q, populate: [relation] });
+  const where = andAll({ sql: `${source.parentColumn} = ?`, params: [userId] }, source.live, q.where)!;
+  const [user, found, counted] = await Promise.all([
+    rows(LIVE_USER, [userId]),
+    rows(`select ${source.columns} from ${source.from}${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
+      ...where.params,
+      q.limit,
+      q.offset,
+    ]),
+    rows<{ total: string }>(`select count(*) as total from ${source.from}${whereSql(where)}`, where.params),
+  ]);
+  if (user.length === 0) throw AppError.notFound(`no user with id ${userId}`);
+  const fromRow = source.fromRow as (row: unknown) => R;
+  return { total: Number(counted[0].total), page: q.page, pageSize: q.pageSize, data: found.map(fromRow) };
 }
 
 /** The alias MikroORM gives the root table of a UserApplication query (checked by a test of the SQL). */
 const LINK_ALIAS = 'u0';
 
 export function linkService(orm: MikroORM) {
+  const rows = readerFor(orm);
+
   async function findApplicationLink(em: EntityManager, userId: number, applicationId: number, lock: boolean) {
     await requireLiveUser(em, userId);
     const found = await em.findOne(
@@ -169,33 +181,41 @@ export function linkService(orm: MikroORM) {
 
   return {
     listApplications: (caller: Caller, userId: unknown, input: ListInput) =>
-      listLinks(orm, UserApplication, 'application', USER_APPLICATION_LIST_FIELDS, caller, userId, input),
-    listApplicationsForUsers: (caller: Caller, userIds: readonly number[], input: ListInput) =>
-      listLinksForUsers(orm, UserApplication, 'application', APPLICATION_LINK_LIST_FIELDS, caller, userIds, input),
+      listLinks(rows, APPLICATION_LINKS, USER_APPLICATION_LIST_FIELDS, caller, userId, input),
+    /** The same list for many users at once (GraphQL's nested User.applications); totals only when `count`. */
+    listApplicationsForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true) {
+      requirePermission(caller, 'user:read');
+      return pagesByParent(rows, APPLICATION_LINKS, userIds, compileList(input, APPLICATION_LINK_LIST_FIELDS), count);
+    },
     linkApplications: (caller: Caller, userId: unknown, body: unknown) => link(orm, APPLICATION_LINK, caller, userId, body),
     unlinkApplications: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, APPLICATION_LINK, caller, userId, body),
 
-    listRoles: (caller: Caller, userId: unknown, input: ListInput) =>
-      listLinks(orm, UserRole, 'role', USER_ROLE_LIST_FIELDS, caller, userId, input),
-    listRolesForUsers: (caller: Caller, userIds: readonly number[], input: ListInput) =>
-      listLinksForUsers(orm, UserRole, 'role', USER_ROLE_LIST_FIELDS, caller, userIds, input),
+    listRoles: (caller: Caller, userId: unknown, input: ListInput) => listLinks(rows, ROLE_LINKS, USER_ROLE_LIST_FIELDS, caller, userId, input),
+    /** The same list for many users at once (GraphQL's nested User.roles); totals only when `count`. */
+    listRolesForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true) {
+      requirePermission(caller, 'user:read');
+      return pagesByParent(rows, ROLE_LINKS, userIds, compileList(input, USER_ROLE_LIST_FIELDS), count);
+    },
     linkRoles: (caller: Caller, userId: unknown, body: unknown) => link(orm, ROLE_LINK, caller, userId, body),
     unlinkRoles: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, ROLE_LINK, caller, userId, body),
 
-    async getApplicationLink(caller: Caller, rawUserId: unknown, rawApplicationId: unknown): Promise<UserApplication> {
+    async getApplicationLink(caller: Caller, rawUserId: unknown, rawApplicationId: unknown): Promise<ApplicationLinkRecord> {
       requirePermission(caller, 'user:read');
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
-      return findApplicationLink(readerOf(orm), userId, applicationId, false);
+      const [user, [link]] = await Promise.all([rows(LIVE_USER, [userId]), rows(APPLICATION_LINK_BY_IDS, [userId, applicationId])]);
+      if (user.length === 0) throw AppError.notFound(`no user with id ${userId}`);
+      if (!link) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
+      return applicationLinkFromRow(link as never);
     },
 
     /** PUT of a link's right; never creates a link (404 when there is none). */
-    async updateApplicationLink(caller: Caller, rawUserId: unknown, rawApplicationId: unknown, body: unknown): Promise<UserApplication> {
+    async updateApplicationLink(caller: Caller, rawUserId: unknown, rawApplicationId: unknown, body: unknown): Promise<ApplicationLinkRecord> {
       requirePermission(caller, 'user:write');
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
       const { right } = readWriteBody(body, { right: { kind: 'int32', required: true } }, 'create') as { right: number };
-      return transaction(orm, async (em) => {
+      const updated = await transaction(orm, async (em) => {
         const found = await findApplicationLink(em, userId, applicationId, true);
         if (found.right !== right) {
           found.right = right;
@@ -204,6 +224,7 @@ export function linkService(orm: MikroORM) {
         await em.flush();
         return found;
       });
+      return applicationLinkFromEntity(updated);
     },
   };
 }

@@ -3,16 +3,17 @@ import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checke
 
 /**
  * The list language of SPEC §5, shared by every list in REST and GraphQL: parse the four inputs,
- * validate them against the list's fields, and compile them into a MikroORM filter and order
- * (values stay values: MikroORM binds them as query parameters, never into the SQL text).
+ * validate them against the list's fields, and compile them into SQL for the read path (a `where`
+ * fragment and an `order by`). Values stay values: every one is a `?` placeholder, sent as a bind
+ * parameter on PostgreSQL; only column names (from the list's own field table) enter the text.
  */
 
 /** How a field's values are checked and compared. */
 export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision';
 
 export interface ListField {
-  /** Property path in the entity queried, e.g. ['application', 'name'] for a link list. */
-  path: readonly string[];
+  /** The SQL expression of the field in the list's query, e.g. `t.first_name` or `l."right"`. */
+  column: string;
   kind: FieldKind;
   nullable?: boolean;
 }
@@ -34,9 +35,30 @@ export interface ListInput {
   pageSize?: unknown;
 }
 
-export interface CompiledList {
-  where: Record<string, unknown>;
-  orderBy: Record<string, unknown>[];
+/** A piece of SQL and the values of its `?` placeholders, in order. */
+export interface SqlFragment {
+  sql: string;
+  params: unknown[];
+}
+
+/** One key of a compiled order: the wire field, its column and how it sorts. */
+export interface SortKey {
+  field: string;
+  column: string;
+  direction: Direction;
+  kind: FieldKind;
+  nullable: boolean;
+}
+
+/** A filter and order, validated and compiled (the page-independent part of a list). */
+export interface CompiledQuery {
+  /** null: no condition (every live row). */
+  where: SqlFragment | null;
+  /** Sort keys; `id` is always the last. */
+  order: SortKey[];
+}
+
+export interface CompiledList extends CompiledQuery {
   page: number;
   pageSize: number;
   limit: number;
@@ -44,7 +66,8 @@ export interface CompiledList {
 }
 
 export interface Page<T> {
-  total: number;
+  /** null when the caller did not ask for it (GraphQL without `total` selected). */
+  total: number | null;
   page: number;
   pageSize: number;
   data: T[];
@@ -62,22 +85,45 @@ export const LIST_LIMITS = {
 
 const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'like', 'ilike', 'isNull'] as const;
 type Operator = (typeof OPERATORS)[number];
-const MIKRO_OP: Record<Exclude<Operator, 'isNull'>, string> = {
-  eq: '$eq', ne: '$ne', gt: '$gt', gte: '$gte', lt: '$lt', lte: '$lte', in: '$in', nin: '$nin', like: '$like', ilike: '$ilike',
+const SQL_OP: Record<'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'like' | 'ilike', string> = {
+  eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike',
 };
 const ORDERABLE_OPS: readonly Operator[] = ['gt', 'gte', 'lt', 'lte'];
+
+/** Validates and compiles a filter and an order (no page): what keyset pages and counts share. */
+export function compileQuery(input: Pick<ListInput, 'filter' | 'orderBy'>, fields: ListFields): CompiledQuery {
+  const problems: FieldProblem[] = [];
+  const order = compileOrder(input.orderBy, fields, problems);
+  const where = compileFilterInput(input.filter, fields, problems);
+  if (problems.length) throw AppError.invalid(problems);
+  return { where, order };
+}
 
 export function compileList(input: ListInput, fields: ListFields): CompiledList {
   const problems: FieldProblem[] = [];
   const page = parseCount(input.page, 'page', 1, Number.MAX_SAFE_INTEGER, 1, problems);
   const pageSize = parseCount(input.pageSize, 'pageSize', 1, LIST_LIMITS.maxPageSize, LIST_LIMITS.defaultPageSize, problems);
-  const orderBy = compileOrder(input.orderBy, fields, problems);
+  const order = compileOrder(input.orderBy, fields, problems);
   const where = compileFilterInput(input.filter, fields, problems);
   if (problems.length) throw AppError.invalid(problems);
   // Past any real table's end long before it stops being exact; PostgreSQL's offset is a bigint.
   const offset = Math.min((page - 1) * pageSize, Number.MAX_SAFE_INTEGER);
-  return { where, orderBy, page, pageSize, limit: pageSize, offset };
+  return { where, order, page, pageSize, limit: pageSize, offset };
 }
+
+/** `order by` text of sort keys (directions flipped for a backwards keyset page). */
+export function orderSql(order: readonly SortKey[], reverse = false): string {
+  return order.map((key) => `${key.column} ${(key.direction === 'asc') !== reverse ? 'asc' : 'desc'}`).join(', ');
+}
+
+/** `a and b` of the fragments given (null ones left out); null when none is left. */
+export function andAll(...parts: (SqlFragment | null | undefined)[]): SqlFragment | null {
+  const given = parts.filter((p): p is SqlFragment => !!p);
+  if (given.length === 0) return null;
+  if (given.length === 1) return given[0];
+  return { sql: given.map((p) => `(${p.sql})`).join(' and '), params: given.flatMap((p) => p.params) };
+}
+
 
 function parseCount(raw: unknown, name: string, min: number, max: number, fallback: number, problems: FieldProblem[]): number {
   if (raw === undefined || raw === null || raw === '') return fallback;
@@ -111,7 +157,7 @@ export function parseOrderBy(text: string): OrderKey[] | FieldProblem {
   return keys;
 }
 
-function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: FieldProblem[]): Record<string, unknown>[] {
+function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: FieldProblem[]): SortKey[] {
   let keys: readonly OrderKey[] = [];
   if (Array.isArray(raw)) {
     // GraphQL hands over key objects; REST hands over an array of strings when orderBy is repeated.
@@ -131,8 +177,11 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
     problems.push({ field: 'orderBy', message: 'must be given once' });
     return [];
   }
-  const order: Record<string, unknown>[] = [];
+  const order: SortKey[] = [];
   const seen = new Set<string>();
+  const sortKey = (name: string, field: ListField, direction: Direction): SortKey => ({
+    field: name, column: field.column, direction, kind: field.kind, nullable: field.nullable ?? false,
+  });
   for (const key of keys) {
     const field = fieldOf(fields, key.field);
     if (!field) {
@@ -141,10 +190,10 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
     }
     if (seen.has(key.field)) continue;
     seen.add(key.field);
-    order.push(nest(field.path, key.direction));
+    order.push(sortKey(key.field, field, key.direction));
   }
   // Pages are stable only with a unique last key.
-  if (!seen.has('id')) order.push(nest(fields.id.path, 'asc'));
+  if (!seen.has('id')) order.push(sortKey('id', fields.id, 'asc'));
   return order;
 }
 
@@ -158,19 +207,22 @@ interface FilterState {
   problems: FieldProblem[];
 }
 
-function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldProblem[]): Record<string, unknown> {
-  if (raw === undefined || raw === null || raw === '') return {};
+/** Matches no row: what `not {}` and an empty `in` mean. */
+const NOTHING: SqlFragment = { sql: 'false', params: [] };
+
+function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldProblem[]): SqlFragment | null {
+  if (raw === undefined || raw === null || raw === '') return null;
   let tree = raw;
   if (Array.isArray(raw)) {
     problems.push({ field: 'filter', message: 'must be given once' });
-    return {};
+    return null;
   }
   if (typeof raw === 'string') {
     try {
       tree = JSON.parse(raw);
     } catch {
       problems.push({ field: 'filter', message: 'is not valid JSON' });
-      return {};
+      return null;
     }
   }
   const state: FilterState = { fields, conditions: 0, values: 0, problems };
@@ -186,22 +238,24 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
 /** A list's own field of that name (never one of Object.prototype's: `constructor`, `toString`, …). */
 const fieldOf = (fields: ListFields, name: string): ListField | undefined => (Object.hasOwn(fields, name) ? fields[name] : undefined);
 
-/** Whether a compiled filter says anything (an empty one matches every row). */
-const isCondition = (where: Record<string, unknown>) => Object.keys(where).length > 0;
-
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
-function compileNode(node: unknown, at: string, depth: number, state: FilterState): Record<string, unknown> {
+/** `a or b` of fragments. */
+const orAll = (parts: SqlFragment[]): SqlFragment =>
+  parts.length === 1 ? parts[0] : { sql: parts.map((p) => `(${p.sql})`).join(' or '), params: parts.flatMap((p) => p.params) };
+
+/** A filter object compiled; null when it says nothing (an empty filter matches every row). */
+function compileNode(node: unknown, at: string, depth: number, state: FilterState): SqlFragment | null {
   if (!isPlainObject(node)) {
     state.problems.push({ field: at, message: 'must be a JSON object' });
-    return {};
+    return null;
   }
   if (depth > LIST_LIMITS.maxDepth) {
     state.problems.push({ field: at, message: `is nested deeper than ${LIST_LIMITS.maxDepth} levels` });
-    return {};
+    return null;
   }
-  const parts: Record<string, unknown>[] = [];
+  const parts: SqlFragment[] = [];
   for (const [key, value] of Object.entries(node)) {
     if (value === undefined) continue; // GraphQL input objects leave absent fields undefined
     const here = `${at}.${key}`;
@@ -211,28 +265,28 @@ function compileNode(node: unknown, at: string, depth: number, state: FilterStat
         continue;
       }
       // An empty filter matches every row: neutral in `and`, and it makes an `or` match everything.
-      const children = value.map((child, i) => compileNode(child, `${here}[${i}]`, depth + 1, state)).filter(isCondition);
-      if (key === 'and' && children.length) parts.push({ $and: children });
-      if (key === 'or' && children.length === value.length) parts.push({ $or: children });
+      const children = value.map((child, i) => compileNode(child, `${here}[${i}]`, depth + 1, state));
+      const conditions = children.filter((c): c is SqlFragment => c !== null);
+      if (key === 'and' && conditions.length) parts.push(andAll(...conditions)!);
+      if (key === 'or' && conditions.length === value.length) parts.push(orAll(conditions));
     } else if (key === 'not') {
       const negated = compileNode(value, here, depth + 1, state);
-      // `not {}` matches no row (an empty `in` is false in SQL).
-      parts.push(isCondition(negated) ? { $not: negated } : nest(state.fields.id.path, { $in: [] }));
+      // `not {}` matches no row.
+      parts.push(negated ? { sql: `not (${negated.sql})`, params: negated.params } : NOTHING);
     } else {
       const field = fieldOf(state.fields, key);
       if (!field) {
         state.problems.push({ field: here, message: `unknown field; filterable: ${Object.keys(state.fields).join(', ')}` });
         continue;
       }
-      for (const condition of compileCondition(field, value, here, state)) parts.push(nest(field.path, condition));
+      parts.push(...compileCondition(field, value, here, state));
     }
   }
-  if (parts.length === 0) return {};
-  return parts.length === 1 ? parts[0] : { $and: parts };
+  return andAll(...parts);
 }
 
 /** One condition per operator: `{"eq": "a", "isNull": true}` is `= 'a' and is null`, as written. */
-function compileCondition(field: ListField, value: unknown, at: string, state: FilterState): Record<string, unknown>[] {
+function compileCondition(field: ListField, value: unknown, at: string, state: FilterState): SqlFragment[] {
   if (!isPlainObject(value)) {
     // Shorthand: {"field": value} is equality, {"field": null} is "is null".
     return compileCondition(field, { eq: value }, at, state);
@@ -242,7 +296,8 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
     state.problems.push({ field: at, message: 'needs at least one operator' });
     return [];
   }
-  const conditions: Record<string, unknown>[] = [];
+  const conditions: SqlFragment[] = [];
+  const column = field.column;
   for (const [op, operand] of entries) {
     state.conditions += 1;
     const here = `${at}.${op}`;
@@ -255,9 +310,16 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
       state.problems.push({ field: here, message: checked.message });
       continue;
     }
-    state.values += Array.isArray(checked.value) ? checked.value.length : 1;
-    if (op === 'isNull') conditions.push({ [checked.value ? '$eq' : '$ne']: null });
-    else conditions.push({ [MIKRO_OP[op as Exclude<Operator, 'isNull'>]]: checked.value });
+    const v = checked.value;
+    state.values += Array.isArray(v) ? v.length : 1;
+    if (op === 'isNull') conditions.push({ sql: `${column} is ${v ? '' : 'not '}null`, params: [] });
+    else if (op === 'in' || op === 'nin') {
+      const values = v as unknown[];
+      // An empty `in` matches no row; an empty `nin` every row.
+      if (values.length === 0) conditions.push(op === 'in' ? NOTHING : { sql: 'true', params: [] });
+      else conditions.push({ sql: `${column} ${op === 'in' ? 'in' : 'not in'} (${values.map(() => '?').join(', ')})`, params: values });
+    } else if (v === null) conditions.push({ sql: `${column} is ${op === 'eq' ? '' : 'not '}null`, params: [] });
+    else conditions.push({ sql: `${column} ${SQL_OP[op as keyof typeof SQL_OP]} ?`, params: [v] });
   }
   return conditions;
 }
@@ -322,9 +384,3 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
   }
 }
 
-/** ['application', 'name'], x → { application: { name: x } } */
-function nest(path: readonly string[], leaf: unknown): Record<string, unknown> {
-  let node: unknown = leaf;
-  for (let i = path.length - 1; i >= 0; i--) node = { [path[i]]: node };
-  return node as Record<string, unknown>;
-}

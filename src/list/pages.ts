@@ -1,55 +1,55 @@
-import { raw, type EntityClass, type FilterQuery } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { CompiledList, Page } from './list.js';
+import { idArray, whereSql, type Rows } from '../db/reads.js';
+import { andAll, orderSql, type CompiledList, type Page, type SqlFragment } from './list.js';
+
+/** Where one nested list's rows come from (a user's tokens, a user's application links, …). */
+export interface NestedSource<R> {
+  /** `from` clause: the rows' table as `t`, a link table as `l` joined to it. */
+  from: string;
+  /** The select list, without the parent column. */
+  columns: string;
+  /** The column holding the parent's id (`t.user_id`, `l.user_id`). */
+  parentColumn: string;
+  /** What makes a row live (and its linked record, for a link). */
+  live: SqlFragment;
+  fromRow(row: never): R;
+}
 
 /**
- * One page per parent (a batched nested list such as GraphQL's `User.tokens`), in two statements
- * whatever the number of parents: the rows of every parent's page, cut in SQL with
- * `row_number() over (partition by <parent> order by …)`, and each parent's total by a grouped
- * count. Only the requested pages leave the database, however many rows a parent has.
- *
- * The per-parent cut is MikroORM's own (`_partitionLimit`, what its populate `limit` hint uses); it
- * is not in the public FindOptions type, so it is passed through a cast.
+ * One page per parent (a batched nested list such as GraphQL's `User.tokens`), whatever the number
+ * of parents: the rows of every parent's page in one statement, cut in SQL with
+ * `row_number() over (partition by <parent> order by …)`, and, only when asked for, every parent's
+ * total in a second one (a grouped count) sent at the same time. Only the requested pages leave
+ * the database, however many rows a parent has.
  */
-export async function findPagesByParent<T extends object>(
-  em: EntityManager,
-  entity: EntityClass<T>,
-  options: {
-    /** The property holding the parent's id (e.g. a token's `user`). */
-    parent: string;
-    parentIds: readonly number[];
-    where: FilterQuery<T>;
-    list: Pick<CompiledList, 'orderBy' | 'page' | 'pageSize' | 'limit' | 'offset'>;
-    populate?: readonly string[];
-  },
-): Promise<Map<number, Page<T>>> {
-  const { parent, parentIds, list } = options;
-  const where = { $and: [{ [parent]: { $in: [...parentIds] } }, options.where] } as FilterQuery<T>;
-  const counts = await em
-    .createQueryBuilder(entity)
-    .select([parent, raw('count(*) as total')] as never)
-    .where(where as never)
-    .groupBy(parent as never)
-    .execute<Record<string, unknown>[]>('all'); // rows keyed by property: { [parent]: id, total }
-  const pages = new Map<number, Page<T>>(
-    parentIds.map((id) => [id, { total: 0, page: list.page, pageSize: list.pageSize, data: [] }]),
+export async function pagesByParent<R>(
+  rows: Rows,
+  source: NestedSource<R>,
+  parentIds: readonly number[],
+  list: CompiledList,
+  count: boolean,
+): Promise<Map<number, Page<R>>> {
+  const parent = andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, list.where)!;
+  const pageRows = rows<Record<string, unknown>>(
+    `select * from (select ${source.columns}, ${source.parentColumn} as parent_id, ` +
+      `row_number() over (partition by ${source.parentColumn} order by ${orderSql(list.order)}) as rn ` +
+      `from ${source.from}${whereSql(parent)}) p where p.rn > ? and p.rn <= ? order by p.parent_id, p.rn`,
+    [...parent.params, list.offset, list.offset + list.limit],
   );
-  let withRows = 0;
-  for (const row of counts) {
-    const page = pages.get(Number(row[parent]));
-    if (!page) continue;
-    page.total = Number(row.total);
-    if (page.total > list.offset) withRows += 1;
-  }
-  if (withRows === 0) return pages; // every page is empty or past the end: nothing to fetch
-  const rows = await em.find(entity, where as never, {
-    populate: options.populate,
-    orderBy: list.orderBy,
-    _partitionLimit: { partitionBy: parent, limit: list.limit, offset: list.offset },
-  } as never);
-  for (const row of rows) {
-    const id = (row as Record<string, unknown>)[parent];
-    pages.get(typeof id === 'object' && id !== null ? (id as { id: number }).id : Number(id))?.data.push(row);
+  const totals = count
+    ? rows<{ parent_id: string; total: string }>(
+        `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
+        parent.params,
+      )
+    : null;
+  const [found, counted] = await Promise.all([pageRows, totals]);
+  const pages = new Map<number, Page<R>>(
+    parentIds.map((id) => [id, { total: count ? 0 : null, page: list.page, pageSize: list.pageSize, data: [] }]),
+  );
+  const fromRow = source.fromRow as (row: unknown) => R;
+  for (const row of found) pages.get(Number(row.parent_id))?.data.push(fromRow(row));
+  for (const row of counted ?? []) {
+    const page = pages.get(Number(row.parent_id));
+    if (page) page.total = Number(row.total);
   }
   return pages;
 }

@@ -1,8 +1,7 @@
 import type Router from '@koa/router';
 import type { AppState } from '../http/context.js';
 import { crudRoutes } from '../http/crud-routes.js';
-import { presentNamed } from '../shared/named-record.js';
 import type { RoleService } from './role.service.js';
 
 export const roleRoutes = (roles: RoleService, basePath: string): Router<AppState> =>
-  crudRoutes({ path: '/role', basePath, service: roles, present: presentNamed });
+  crudRoutes({ path: '/role', basePath, service: roles });

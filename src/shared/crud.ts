@@ -7,8 +7,9 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission, type Caller, type Resource } from '../auth/caller.js';
-import { readerOf, transaction } from '../db/transaction.js';
-import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { idArray, readerFor, whereSql } from '../db/reads.js';
+import { transaction } from '../db/transaction.js';
+import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, type WritableFields } from './input.js';
 import { checkId } from './values.js';
@@ -21,13 +22,23 @@ export interface LiveRecord {
   deletedAt: Date | null;
 }
 
+/** How a list call is answered: `count: false` leaves `total` out (GraphQL, when it is not selected). */
+export interface ListOptions {
+  count?: boolean;
+}
+
 /** How one record type plugs into the shared operations. */
-export interface CrudDefinition<E extends LiveRecord> {
+export interface CrudDefinition<E extends LiveRecord, R extends { id: number }> {
   resource: Resource;
   /** "user", "token", …: used in messages. */
   label: string;
   entity: EntityClass<E>;
   table: string;
+  /** The read path: the columns a read selects (table alias `t`), and the wire record of a row. */
+  columns: string;
+  fromRow(row: never): R;
+  /** The wire record of an entity the write path wrote. */
+  fromEntity(record: E): R;
   writable: WritableFields;
   listFields: ListFields;
   /** Wire name → entity property where they differ (a token's `userID` is its `user`). */
@@ -46,8 +57,8 @@ export interface CrudDefinition<E extends LiveRecord> {
   cascade?(em: EntityManager, id: number, now: Date): Promise<void>;
 }
 
-export interface Replaced<E> {
-  record: E;
+export interface Replaced<R> {
+  record: R;
   /** True when the PUT created the record on an id reserved by "apply id". */
   created: boolean;
 }
@@ -67,10 +78,20 @@ const sameValue = (a: unknown, b: unknown) =>
  * a reserved id), patch, destroy (soft), and apply id. Each checks the caller's permission first,
  * validates its input before touching the database, and writes inside one transaction.
  */
-export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefinition<E>) {
+export function crudService<E extends LiveRecord, R extends { id: number }>(orm: MikroORM, def: CrudDefinition<E, R>) {
   const read = `${def.resource}:read` as const;
   const write = `${def.resource}:write` as const;
   const live = (id: number) => ({ id, deletedAt: null }) as FilterQuery<E>;
+  const rows = readerFor(orm);
+  const fromRow = def.fromRow as (row: unknown) => R;
+  const BY_ID = `select ${def.columns} from ${def.table} t where t.id = ? and t.deleted_at is null`;
+  const LIVE_COUNT = `select live from live_counts where table_name = '${def.table}'`;
+  const LIVE = { sql: 't.deleted_at is null', params: [] };
+
+  async function findById(id: number): Promise<R | null> {
+    const [row] = await rows(BY_ID, [id]);
+    return row ? fromRow(row) : null;
+  }
 
   /** Copies validated wire values onto the record; says whether anything changed. */
   function assign(record: E, values: Record<string, unknown>): boolean {
@@ -121,10 +142,10 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
   }
 
   /** Applies validated values to a live record (shared by PUT, PATCH and special setters). */
-  async function update(caller: Caller, rawId: unknown, values: Record<string, unknown>): Promise<E> {
+  async function update(caller: Caller, rawId: unknown, values: Record<string, unknown>): Promise<R> {
     requirePermission(caller, write);
     const id = parseId(rawId);
-    return inTransaction(values, async (em) => {
+    const record = await inTransaction(values, async (em) => {
       const record = await lockLive(em, id, caller);
       await def.check?.(em, values, caller);
       if (assign(record, values)) {
@@ -134,51 +155,71 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
       await em.flush();
       return record;
     });
+    return def.fromEntity(record);
   }
 
   return {
-    async list(caller: Caller, input: ListInput): Promise<Page<E>> {
+    /**
+     * A page of live records. The total of an unfiltered list is the live count the writes keep
+     * (live_counts), one primary-key read; a filtered one is counted, beside the page, not after it.
+     */
+    async list(caller: Caller, input: ListInput, options: ListOptions = {}): Promise<Page<R>> {
       requirePermission(caller, read);
       const q = compileList(input, def.listFields);
-      const em = readerOf(orm);
-      const where = { $and: [{ deletedAt: null }, q.where] } as FilterQuery<E>;
-      const [data, total] = await em.findAndCount(def.entity, where, {
-        orderBy: q.orderBy as never,
-        limit: q.limit,
-        offset: q.offset,
-      });
-      return { total, page: q.page, pageSize: q.pageSize, data };
+      const where = andAll(LIVE, q.where)!;
+      const page = rows(`select ${def.columns} from ${def.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
+        ...where.params,
+        q.limit,
+        q.offset,
+      ]);
+      const count =
+        options.count === false
+          ? null
+          : q.where
+            ? rows<{ total: string }>(`select count(*) as total from ${def.table} t${whereSql(where)}`, where.params)
+            : rows<{ total: string }>(`${LIVE_COUNT.replace('live', 'live as total')}`);
+      const [data, counted] = await Promise.all([page, count]);
+      return { total: counted ? Number(counted[0]?.total ?? 0) : null, page: q.page, pageSize: q.pageSize, data: data.map(fromRow) };
     },
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
-    async find(caller: Caller, rawId: unknown): Promise<E | null> {
+    async find(caller: Caller, rawId: unknown): Promise<R | null> {
       requirePermission(caller, read);
-      return readerOf(orm).findOne(def.entity, live(parseId(rawId)));
+      return findById(parseId(rawId));
     },
 
-    async get(caller: Caller, rawId: unknown): Promise<E> {
+    async get(caller: Caller, rawId: unknown): Promise<R> {
       requirePermission(caller, read);
       const id = parseId(rawId);
-      const record = await readerOf(orm).findOne(def.entity, live(id));
+      const record = await findById(id);
       if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
       return record;
     },
 
-    async create(caller: Caller, body: unknown): Promise<E> {
+    /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
+    async findMany(caller: Caller, ids: readonly number[]): Promise<R[]> {
+      requirePermission(caller, read);
+      const found = await rows(`select ${def.columns} from ${def.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`, [
+        idArray(ids),
+      ]);
+      return found.map(fromRow);
+    },
+
+    async create(caller: Caller, body: unknown): Promise<R> {
       requirePermission(caller, write);
       const values = readWriteBody(body, def.writable, 'create');
-      return inTransaction(values, (em) => insert(em, caller, values));
+      return def.fromEntity(await inTransaction(values, (em) => insert(em, caller, values)));
     },
 
     /**
      * PUT: replaces every writable field of a live record; on an id reserved by "apply id" that has
      * no record yet, creates it. Claiming the reservation row serializes concurrent PUTs of one id.
      */
-    async replace(caller: Caller, rawId: unknown, body: unknown): Promise<Replaced<E>> {
+    async replace(caller: Caller, rawId: unknown, body: unknown): Promise<Replaced<R>> {
       requirePermission(caller, write);
       const id = parseId(rawId);
       const values = readWriteBody(body, def.writable, 'replace');
-      return inTransaction(values, async (em) => {
+      const replaced = await inTransaction(values, async (em) => {
         const claimed = await em.execute<{ id: string }[]>(
           'delete from id_reservations where resource = ? and id = ? returning id',
           [def.resource, id],
@@ -193,10 +234,11 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
         await em.flush();
         return { record, created: false };
       });
+      return { record: def.fromEntity(replaced.record), created: replaced.created };
     },
 
     /** PATCH: changes the fields named by `attrs` (the Attrs header), else those in the body. */
-    async patch(caller: Caller, rawId: unknown, body: unknown, attrsHeader?: string): Promise<E> {
+    async patch(caller: Caller, rawId: unknown, body: unknown, attrsHeader?: string): Promise<R> {
       requirePermission(caller, write);
       parseId(rawId);
       const values = readWriteBody(body, def.writable, 'patch', parseAttrs(attrsHeader, def.writable));
@@ -233,4 +275,4 @@ export function crudService<E extends LiveRecord>(orm: MikroORM, def: CrudDefini
   };
 }
 
-export type CrudService<E extends LiveRecord> = ReturnType<typeof crudService<E>>;
+export type CrudService<E extends LiveRecord, R extends { id: number }> = ReturnType<typeof crudService<E, R>>;

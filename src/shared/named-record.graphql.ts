@@ -1,12 +1,12 @@
 import { DateTime } from '../graphql/scalars.js';
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import type { Services } from '../services.js';
-import { presentNamed } from './named-record.js';
-import { presentPage } from './present.js';
+import { selects } from '../graphql/selection.js';
 
 /**
  * The GraphQL side of a named record (Application, Role): its type, page, inputs, filter, order,
@@ -67,29 +67,28 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
   @Resolver(() => RecordType)
   class RecordResolver {
     @Query(() => RecordPage, { name: `${singular}s` })
-    async list(@Args(() => RecordListArgs) args: RecordListArgs, @Ctx() ctx: GraphQLContext) {
-      return presentPage(await serviceOf(ctx).list(callerOf(ctx), listInput(args)), presentNamed);
+    async list(@Args(() => RecordListArgs) args: RecordListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+      return serviceOf(ctx).list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
     }
 
     @Query(() => RecordType, { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` })
     async one(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-      const record = await serviceOf(ctx).find(callerOf(ctx), id);
-      return record && presentNamed(record);
+      return serviceOf(ctx).find(callerOf(ctx), id);
     }
 
     @Mutation(() => RecordType, { name: `create${type}` })
     async create(@Arg('input', () => RecordInput) input: RecordInput, @Ctx() ctx: GraphQLContext) {
-      return presentNamed(await inInput(serviceOf(ctx).create(callerOf(ctx), input)));
+      return inInput(serviceOf(ctx).create(callerOf(ctx), input));
     }
 
     @Mutation(() => RecordType, { name: `update${type}`, description: 'Replaces every writable field.' })
     async replace(@Arg('id', () => ID) id: string, @Arg('input', () => RecordInput) input: RecordInput, @Ctx() ctx: GraphQLContext) {
-      return presentNamed((await inInput(serviceOf(ctx).replace(callerOf(ctx), id, input))).record);
+      return (await inInput(serviceOf(ctx).replace(callerOf(ctx), id, input))).record;
     }
 
     @Mutation(() => RecordType, { name: `patch${type}`, description: 'Changes only the fields given.' })
     async patch(@Arg('id', () => ID) id: string, @Arg('input', () => RecordPatch) input: RecordPatch, @Ctx() ctx: GraphQLContext) {
-      return presentNamed(await inInput(serviceOf(ctx).patch(callerOf(ctx), id, input)));
+      return inInput(serviceOf(ctx).patch(callerOf(ctx), id, input));
     }
 
     @Mutation(() => Boolean, { name: `destroy${type}` })

@@ -6,6 +6,7 @@ import { crudService, type LiveRecord } from './crud.js';
 import { AppError } from './errors.js';
 import type { WritableFields } from './input.js';
 import { isoDate } from './present.js';
+import { wireDate, wireInt } from '../db/reads.js';
 
 /**
  * Applications and roles are the same kind of record, `{id, name, createdAt, updatedAt}` with a
@@ -18,13 +19,32 @@ export interface NamedRecord extends LiveRecord {
 export const NAMED_WRITABLE: WritableFields = { name: { kind: 'string', max: 255, required: true, nonEmpty: true } };
 
 export const NAMED_LIST_FIELDS: ListFields = {
-  id: { path: ['id'], kind: 'id' },
-  name: { path: ['name'], kind: 'string' },
-  createdAt: { path: ['createdAt'], kind: 'date' },
-  updatedAt: { path: ['updatedAt'], kind: 'date' },
+  id: { column: 't.id', kind: 'id' },
+  name: { column: 't.name', kind: 'string' },
+  createdAt: { column: 't.created_at', kind: 'date' },
+  updatedAt: { column: 't.updated_at', kind: 'date' },
 };
 
-export function presentNamed(record: NamedRecord) {
+/** An application or a role on the wire. */
+export interface NamedWire {
+  id: number;
+  name: string;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+/** The columns a read selects (alias `t`). */
+export const NAMED_COLUMNS = 't.id, t.name, t.created_at, t.updated_at';
+
+export const namedFromRow = (row: { id: string; name: string; created_at: string; updated_at: string }): NamedWire => ({
+  id: wireInt(row.id),
+  name: row.name,
+  createdAt: wireDate(row.created_at),
+  updatedAt: wireDate(row.updated_at),
+});
+
+/** An entity of the write path. */
+export function presentNamed(record: NamedRecord): NamedWire {
   return { id: record.id, name: record.name, createdAt: isoDate(record.createdAt), updatedAt: isoDate(record.updatedAt) };
 }
 
@@ -37,6 +57,9 @@ export function namedRecordService<E extends NamedRecord>(
     label: options.label,
     entity: options.entity,
     table: options.table,
+    columns: NAMED_COLUMNS,
+    fromRow: namedFromRow,
+    fromEntity: presentNamed,
     writable: NAMED_WRITABLE,
     listFields: NAMED_LIST_FIELDS,
     conflict: (values) =>

@@ -1,14 +1,15 @@
 import { DateTime } from '../graphql/scalars.js';
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValue } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
-import { presentPage } from '../shared/present.js';
+import { selects } from '../graphql/selection.js';
 import { UserType } from '../users/user.graphql.js';
-import { presentUser } from '../users/user.presenter.js';
-import { presentToken } from './token.presenter.js';
+import type { UserRecord } from '../users/user.presenter.js';
+import type { TokenRecord } from './token.presenter.js';
 
 @ObjectType('Token')
 export class TokenType {
@@ -97,8 +98,6 @@ export class TokenListArgs extends PageArgs {
   @Field(() => [TokenOrderBy], { nullable: true }) orderBy?: TokenOrderBy[];
 }
 
-type TokenOut = ReturnType<typeof presentToken>;
-type UserOut = ReturnType<typeof presentUser>;
 
 /** A write input as the token service takes it: the ID-typed userID as a number. */
 const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefined ? input : { ...input, userID: idValue(input.userID) });
@@ -106,34 +105,33 @@ const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefine
 @Resolver(() => TokenType)
 export class TokenResolver {
   @Query(() => TokenPage)
-  async tokens(@Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext) {
-    return presentPage(await ctx.services.tokens.list(callerOf(ctx), listInput(args)), presentToken);
+  async tokens(@Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    return ctx.services.tokens.list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
   }
 
   @Query(() => TokenType, { nullable: true, description: 'null when there is no live token with this id.' })
   async token(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    const token = await ctx.services.tokens.find(callerOf(ctx), id);
-    return token && presentToken(token);
+    return ctx.services.tokens.find(callerOf(ctx), id);
   }
 
   @Query(() => TokenType, { description: 'The token this request was made with.' })
   async viewer(@Ctx() ctx: GraphQLContext) {
-    return presentToken(await ctx.services.tokens.viewer(callerOf(ctx)));
+    return ctx.services.tokens.viewer(callerOf(ctx));
   }
 
   @Mutation(() => TokenType)
   async createToken(@Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
-    return presentToken(await inInput(ctx.services.tokens.create(callerOf(ctx), tokenBody(input))));
+    return inInput(ctx.services.tokens.create(callerOf(ctx), tokenBody(input)));
   }
 
   @Mutation(() => TokenType, { description: 'Replaces every writable field; creates the token on an id reserved by applyTokenID.' })
   async updateToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenInput) input: TokenInput, @Ctx() ctx: GraphQLContext) {
-    return presentToken((await inInput(ctx.services.tokens.replace(callerOf(ctx), id, tokenBody(input)))).record);
+    return (await inInput(ctx.services.tokens.replace(callerOf(ctx), id, tokenBody(input)))).record;
   }
 
   @Mutation(() => TokenType, { description: 'Changes only the fields given.' })
   async patchToken(@Arg('id', () => ID) id: string, @Arg('input', () => TokenPatch) input: TokenPatch, @Ctx() ctx: GraphQLContext) {
-    return presentToken(await inInput(ctx.services.tokens.patch(callerOf(ctx), id, tokenBody(input))));
+    return inInput(ctx.services.tokens.patch(callerOf(ctx), id, tokenBody(input)));
   }
 
   @Mutation(() => Boolean)
@@ -148,9 +146,8 @@ export class TokenResolver {
   }
 
   @FieldResolver(() => UserType, { nullable: true, description: 'The owning user (batched).' })
-  async user(@Root() token: TokenOut, @Ctx() ctx: GraphQLContext) {
-    const user = await ctx.loaders.userById.load(token.userID);
-    return user && presentUser(user);
+  async user(@Root() token: TokenRecord, @Ctx() ctx: GraphQLContext) {
+    return ctx.loaders.userById.load(token.userID);
   }
 }
 
@@ -158,8 +155,7 @@ export class TokenResolver {
 @Resolver(() => UserType)
 export class UserTokensResolver {
   @FieldResolver(() => TokenPage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.' })
-  async tokens(@Root() user: UserOut, @Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext) {
-    const page = await ctx.loaders.page('tokens', listInput(args), ctx.services.tokens.listForUsers).load(user.id);
-    return presentPage(page, presentToken);
+  async tokens(@Root() user: UserRecord, @Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    return ctx.loaders.page('tokens', listInput(args), selects(info, 'total'), ctx.services.tokens.listForUsers).load(user.id);
   }
 }

@@ -1,7 +1,63 @@
+import { wireDate, wireInt } from '../db/reads.js';
 import { isoDate } from '../shared/present.js';
 import type { Token } from './token.entity.js';
 
-export function presentToken(token: Token) {
+/** The token on the wire. */
+export interface TokenRecord {
+  id: number;
+  userID: number;
+  accessToken: string;
+  refreshToken: string;
+  scope: string;
+  code: string;
+  codeChallenge: string | null;
+  tokenType: string;
+  expireAt: string | null;
+  client: string;
+  version: string;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+/** The columns a read selects (alias `t`). */
+export const TOKEN_COLUMNS =
+  't.id, t.user_id, t.access_token, t.refresh_token, t.scope, t.code, t.code_challenge, t.token_type, t.expire_at, t.client, t.version, t.created_at, t.updated_at';
+
+interface TokenRow {
+  id: string;
+  user_id: string;
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+  code: string;
+  code_challenge: string | null;
+  token_type: string;
+  expire_at: string | null;
+  client: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A row of the read path (TOKEN_COLUMNS). */
+export const tokenFromRow = (row: TokenRow): TokenRecord => ({
+  id: wireInt(row.id),
+  userID: wireInt(row.user_id),
+  accessToken: row.access_token,
+  refreshToken: row.refresh_token,
+  scope: row.scope,
+  code: row.code,
+  codeChallenge: row.code_challenge,
+  tokenType: row.token_type,
+  expireAt: wireDate(row.expire_at),
+  client: row.client,
+  version: String(row.version),
+  createdAt: wireDate(row.created_at),
+  updatedAt: wireDate(row.updated_at),
+});
+
+/** An entity of the write path. */
+export function presentToken(token: Token): TokenRecord {
   return {
     id: token.id,
     userID: token.user,

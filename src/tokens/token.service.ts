@@ -1,15 +1,16 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { LockMode } from '@mikro-orm/core';
 import { BEARER_VALUE_PATTERN } from '../auth/authenticate.js';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
-import { findPagesByParent } from '../list/pages.js';
+import { pagesByParent, type NestedSource } from '../list/pages.js';
 import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
 import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
-import { readerOf } from '../db/transaction.js';
+import { readerFor } from '../db/reads.js';
+import { presentToken, tokenFromRow, TOKEN_COLUMNS, type TokenRecord } from './token.presenter.js';
 
 /** An accessToken travels in an Authorization header: anything else could never be used. */
 const SENDABLE_AS_BEARER = { test: BEARER_VALUE_PATTERN, message: 'must be visible ASCII characters without spaces (it is sent in an Authorization header)' };
@@ -26,19 +27,19 @@ export const TOKEN_WRITABLE: WritableFields = {
 };
 
 export const TOKEN_LIST_FIELDS: ListFields = {
-  id: { path: ['id'], kind: 'id' },
-  userID: { path: ['user'], kind: 'id' },
-  accessToken: { path: ['accessToken'], kind: 'string' },
-  refreshToken: { path: ['refreshToken'], kind: 'string' },
-  scope: { path: ['scope'], kind: 'string' },
-  code: { path: ['code'], kind: 'string' },
-  codeChallenge: { path: ['codeChallenge'], kind: 'string', nullable: true },
-  tokenType: { path: ['tokenType'], kind: 'string' },
-  expireAt: { path: ['expireAt'], kind: 'date', nullable: true },
-  client: { path: ['client'], kind: 'string' },
-  version: { path: ['version'], kind: 'revision' },
-  createdAt: { path: ['createdAt'], kind: 'date' },
-  updatedAt: { path: ['updatedAt'], kind: 'date' },
+  id: { column: 't.id', kind: 'id' },
+  userID: { column: 't.user_id', kind: 'id' },
+  accessToken: { column: 't.access_token', kind: 'string' },
+  refreshToken: { column: 't.refresh_token', kind: 'string' },
+  scope: { column: 't.scope', kind: 'string' },
+  code: { column: 't.code', kind: 'string' },
+  codeChallenge: { column: 't.code_challenge', kind: 'string', nullable: true },
+  tokenType: { column: 't.token_type', kind: 'string' },
+  expireAt: { column: 't.expire_at', kind: 'date', nullable: true },
+  client: { column: 't.client', kind: 'string' },
+  version: { column: 't.version', kind: 'revision' },
+  createdAt: { column: 't.created_at', kind: 'date' },
+  updatedAt: { column: 't.updated_at', kind: 'date' },
 };
 
 /** The scopes this service itself understands; other scope words pass through untouched. */
@@ -79,12 +80,25 @@ async function checkToken(em: EntityManager, values: Record<string, unknown>, ca
   }
 }
 
+const VIEWER = `select ${TOKEN_COLUMNS} from tokens t where t.id = ? and t.deleted_at is null`;
+const USER_TOKENS: NestedSource<TokenRecord> = {
+  from: 'tokens t',
+  columns: TOKEN_COLUMNS,
+  parentColumn: 't.user_id',
+  live: { sql: 't.deleted_at is null', params: [] },
+  fromRow: tokenFromRow,
+};
+
 export function tokenService(orm: MikroORM) {
+  const rows = readerFor(orm);
   const crud = crudService(orm, {
     resource: 'token',
     label: 'token',
     entity: Token,
     table: 'tokens',
+    columns: TOKEN_COLUMNS,
+    fromRow: tokenFromRow,
+    fromEntity: presentToken,
     writable: TOKEN_WRITABLE,
     listFields: TOKEN_LIST_FIELDS,
     properties: { userID: 'user' },
@@ -106,17 +120,15 @@ export function tokenService(orm: MikroORM) {
   return {
     ...crud,
     /** The calling token itself (GraphQL `viewer`): any valid token may read its own record. */
-    async viewer(caller: Caller): Promise<Token> {
-      const token = await readerOf(orm).findOne(Token, { id: caller.tokenId, deletedAt: null });
-      if (!token) throw AppError.notFound('the calling token no longer exists');
-      return token;
+    async viewer(caller: Caller): Promise<TokenRecord> {
+      const [row] = await rows(VIEWER, [caller.tokenId]);
+      if (!row) throw AppError.notFound('the calling token no longer exists');
+      return tokenFromRow(row as never);
     },
-    /** The tokens of many users, one page each, in one statement (GraphQL's User.tokens). */
-    async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput): Promise<Map<number, Page<Token>>> {
+    /** The tokens of many users, one page each (GraphQL's User.tokens); totals only when `count`. */
+    async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true): Promise<Map<number, Page<TokenRecord>>> {
       requirePermission(caller, 'token:read');
-      const q = compileList(input, TOKEN_LIST_FIELDS);
-      const where = { $and: [{ deletedAt: null }, q.where] } as FilterQuery<Token>;
-      return findPagesByParent(readerOf(orm), Token, { parent: 'user', parentIds: userIds, where, list: q });
+      return pagesByParent(rows, USER_TOKENS, userIds, compileList(input, TOKEN_LIST_FIELDS), count);
     },
   };
 }

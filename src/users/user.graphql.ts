@@ -1,12 +1,12 @@
 import { SafeIntResolver } from 'graphql-scalars';
 import { DateTime } from '../graphql/scalars.js';
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
-import { presentPage } from '../shared/present.js';
-import { presentUser } from './user.presenter.js';
+import { selects } from '../graphql/selection.js';
 
 @ObjectType('User')
 export class UserType {
@@ -88,34 +88,33 @@ class UserListArgs extends PageArgs {
 @Resolver(() => UserType)
 export class UserResolver {
   @Query(() => UserPage)
-  async users(@Args(() => UserListArgs) args: UserListArgs, @Ctx() ctx: GraphQLContext) {
-    return presentPage(await ctx.services.users.list(callerOf(ctx), listInput(args)), presentUser);
+  async users(@Args(() => UserListArgs) args: UserListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    return ctx.services.users.list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
   }
 
   @Query(() => UserType, { nullable: true, description: 'null when there is no live user with this id.' })
   async user(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    const user = await ctx.services.users.find(callerOf(ctx), id);
-    return user && presentUser(user);
+    return ctx.services.users.find(callerOf(ctx), id);
   }
 
   @Mutation(() => UserType)
   async createUser(@Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
-    return presentUser(await inInput(ctx.services.users.create(callerOf(ctx), input)));
+    return inInput(ctx.services.users.create(callerOf(ctx), input));
   }
 
   @Mutation(() => UserType, { description: 'Replaces every writable field; creates the user on an id reserved by applyUserID.' })
   async updateUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserInput) input: UserInput, @Ctx() ctx: GraphQLContext) {
-    return presentUser((await inInput(ctx.services.users.replace(callerOf(ctx), id, input))).record);
+    return (await inInput(ctx.services.users.replace(callerOf(ctx), id, input))).record;
   }
 
   @Mutation(() => UserType, { description: 'Changes only the fields given.' })
   async patchUser(@Arg('id', () => ID) id: string, @Arg('input', () => UserPatch) input: UserPatch, @Ctx() ctx: GraphQLContext) {
-    return presentUser(await inInput(ctx.services.users.patch(callerOf(ctx), id, input)));
+    return inInput(ctx.services.users.patch(callerOf(ctx), id, input));
   }
 
   @Mutation(() => UserType)
   async updateUserStatus(@Arg('id', () => ID) id: string, @Arg('status', () => Int) status: number, @Ctx() ctx: GraphQLContext) {
-    return presentUser(await ctx.services.users.updateStatus(callerOf(ctx), id, { status }));
+    return ctx.services.users.updateStatus(callerOf(ctx), id, { status });
   }
 
   @Mutation(() => Boolean)

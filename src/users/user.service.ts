@@ -5,7 +5,7 @@ import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import { readWriteBody, type WritableFields } from '../shared/input.js';
 import { User } from './user.entity.js';
-import { readerOf } from '../db/transaction.js';
+import { presentUser, userFromRow, USER_COLUMNS, type UserRecord } from './user.presenter.js';
 
 export const USER_WRITABLE: WritableFields = {
   ref: { kind: 'safeInt' },
@@ -18,16 +18,16 @@ export const USER_WRITABLE: WritableFields = {
 };
 
 export const USER_LIST_FIELDS: ListFields = {
-  id: { path: ['id'], kind: 'id' },
-  ref: { path: ['ref'], kind: 'safeInt' },
-  outKey: { path: ['outKey'], kind: 'string', nullable: true },
-  firstName: { path: ['firstName'], kind: 'string' },
-  lastName: { path: ['lastName'], kind: 'string' },
-  avatarUrl: { path: ['avatarUrl'], kind: 'string', nullable: true },
-  photoUrl: { path: ['photoUrl'], kind: 'string', nullable: true },
-  status: { path: ['status'], kind: 'int32' },
-  createdAt: { path: ['createdAt'], kind: 'date' },
-  updatedAt: { path: ['updatedAt'], kind: 'date' },
+  id: { column: 't.id', kind: 'id' },
+  ref: { column: 't.ref', kind: 'safeInt' },
+  outKey: { column: 't.out_key', kind: 'string', nullable: true },
+  firstName: { column: 't.first_name', kind: 'string' },
+  lastName: { column: 't.last_name', kind: 'string' },
+  avatarUrl: { column: 't.avatar_url', kind: 'string', nullable: true },
+  photoUrl: { column: 't.photo_url', kind: 'string', nullable: true },
+  status: { column: 't.status', kind: 'int32' },
+  createdAt: { column: 't.created_at', kind: 'date' },
+  updatedAt: { column: 't.updated_at', kind: 'date' },
 };
 
 const STATUS_BODY: WritableFields = { status: { kind: 'int32', required: true } };
@@ -45,6 +45,9 @@ export function userService(orm: MikroORM) {
     label: 'user',
     entity: User,
     table: 'users',
+    columns: USER_COLUMNS,
+    fromRow: userFromRow,
+    fromEntity: presentUser,
     writable: USER_WRITABLE,
     listFields: USER_LIST_FIELDS,
     conflict: () => AppError.conflict('the user conflicts with an existing one'),
@@ -52,13 +55,8 @@ export function userService(orm: MikroORM) {
   });
   return {
     ...crud,
-    /** Live users by id, in one statement (GraphQL's Token.user); absent ids are simply missing. */
-    async findMany(caller: Caller, ids: readonly number[]): Promise<User[]> {
-      requirePermission(caller, 'user:read');
-      return readerOf(orm).find(User, { id: { $in: [...ids] }, deletedAt: null });
-    },
     /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
-    async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<User> {
+    async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<UserRecord> {
       requirePermission(caller, 'user:write'); // before the body is read: 403 wins over 400
       return crud.update(caller, id, readWriteBody(body, STATUS_BODY, 'create'));
     },

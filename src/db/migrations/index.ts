@@ -1,4 +1,8 @@
 import { Migration20261121000000_initial } from './Migration20261121000000_initial.js';
+import { Migration20261123000000_live_counts } from './Migration20261123000000_live_counts.js';
 
 /** Every migration, in order. Listed explicitly so that the same list runs from src/ and dist/. */
-export const migrations = [{ name: 'Migration20261121000000_initial', class: Migration20261121000000_initial }];
+export const migrations = [
+  { name: 'Migration20261121000000_initial', class: Migration20261121000000_initial },
+  { name: 'Migration20261123000000_live_counts', class: Migration20261123000000_live_counts },
+];
