@@ -187,16 +187,21 @@ interface Operation {
 }
 
 const page = { total: expect.any(Number), data: expect.any(Array) };
+const connection = { totalCount: expect.any(Number), edges: expect.any(Array) };
 
 const OPERATIONS: Operation[] = [
   // queries
   { field: 'users', query: '{ users { total data { id } } }', variables: () => ({}), permission: 'user:read', expected: () => page },
+  { field: 'usersConnection', query: '{ usersConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'user:read', expected: () => connection },
   { field: 'user', query: 'query($id: ID!) { user(id: $id) { id } }', variables: (f) => ({ id: f.user }), permission: 'user:read', expected: (f) => ({ id: String(f.user) }) },
   { field: 'tokens', query: '{ tokens { total data { id } } }', variables: () => ({}), permission: 'token:read', expected: () => page },
+  { field: 'tokensConnection', query: '{ tokensConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'token:read', expected: () => connection },
   { field: 'token', query: 'query($id: ID!) { token(id: $id) { id scope } }', variables: (f) => ({ id: f.token }), permission: 'token:read', expected: (f) => ({ id: String(f.token), scope: 'openid profile' }) },
   { field: 'applications', query: '{ applications { total data { id } } }', variables: () => ({}), permission: 'application:read', expected: () => page },
+  { field: 'applicationsConnection', query: '{ applicationsConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'application:read', expected: () => connection },
   { field: 'application', query: 'query($id: ID!) { application(id: $id) { id } }', variables: (f) => ({ id: f.application }), permission: 'application:read', expected: (f) => ({ id: String(f.application) }) },
   { field: 'roles', query: '{ roles { total data { id } } }', variables: () => ({}), permission: 'role:read', expected: () => page },
+  { field: 'rolesConnection', query: '{ rolesConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'role:read', expected: () => connection },
   { field: 'role', query: 'query($id: ID!) { role(id: $id) { id } }', variables: (f) => ({ id: f.role }), permission: 'role:read', expected: (f) => ({ id: String(f.role) }) },
   {
     field: 'userApplication',

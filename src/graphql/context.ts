@@ -1,6 +1,5 @@
 import DataLoader from 'dataloader';
 import type { Caller } from '../auth/caller.js';
-import type { ListInput, Page } from '../list/list.js';
 import type { Services } from '../services.js';
 import { AppError } from '../shared/errors.js';
 import type { UserRecord } from '../users/user.presenter.js';
@@ -29,7 +28,7 @@ export function callerOf(ctx: GraphQLContext): Caller {
  * however many parents the page has.
  */
 export class Loaders {
-  private readonly pages = new Map<string, DataLoader<number, Page<unknown>>>();
+  private readonly nested = new Map<string, DataLoader<number, unknown>>();
   readonly userById: DataLoader<number, UserRecord | null>;
 
   constructor(private readonly services: Services, private readonly caller: Caller | null) {
@@ -46,24 +45,24 @@ export class Loaders {
   }
 
   /**
-   * A per-parent page loader for one nested field, one set of list arguments and whether the
-   * totals are wanted (they cost a second statement).
+   * A per-parent loader for one nested field (a page or a connection), one set of arguments and
+   * whether totals are wanted (they cost a second statement): one batch for every parent.
    */
-  page<T>(
-    field: 'applications' | 'roles' | 'tokens',
-    input: ListInput,
+  byParent<T, A>(
+    field: string,
+    args: A,
     count: boolean,
-    batch: (caller: Caller, parentIds: readonly number[], input: ListInput, count: boolean) => Promise<Map<number, Page<T>>>,
-  ): DataLoader<number, Page<T>> {
-    const key = `${field}:${count}:${JSON.stringify(input)}`;
-    let loader = this.pages.get(key);
+    batch: (caller: Caller, parentIds: readonly number[], args: A, count: boolean) => Promise<Map<number, T>>,
+  ): DataLoader<number, T> {
+    const key = `${field}:${count}:${JSON.stringify(args)}`;
+    let loader = this.nested.get(key);
     if (!loader) {
-      loader = new DataLoader<number, Page<unknown>>(async (ids) => {
-        const pages = await batch(this.requireCaller(), ids, input, count);
-        return ids.map((id) => pages.get(id)!);
+      loader = new DataLoader<number, unknown>(async (ids) => {
+        const found = await batch(this.requireCaller(), ids, args, count);
+        return ids.map((id) => found.get(id)!);
       });
-      this.pages.set(key, loader);
+      this.nested.set(key, loader);
     }
-    return loader as DataLoader<number, Page<T>>;
+    return loader as DataLoader<number, T>;
   }
 }

@@ -7,11 +7,12 @@ import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValues } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
-import { RoleListArgs, RolePage } from '../roles/role.graphql.js';
+import { RoleConnection, RoleConnectionArgs, RoleListArgs, RolePage } from '../roles/role.graphql.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import type { NamedWire } from '../shared/named-record.js';
 import { selects } from '../graphql/selection.js';
+import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
 import { UserType } from '../users/user.graphql.js';
 import type { UserRecord } from '../users/user.presenter.js';
 
@@ -27,6 +28,9 @@ export class ApplicationLinkType {
 
 @ObjectType()
 export class ApplicationLinkPage extends PageType(ApplicationLinkType) {}
+
+@ObjectType()
+export class ApplicationLinkConnection extends ConnectionType(ApplicationLinkType, 'ApplicationLink') {}
 
 @InputType({ description: 'Conditions on a user’s application links: the application’s id and name; the link’s right and dates.' })
 export class ApplicationLinkFilter {
@@ -55,6 +59,12 @@ class ApplicationLinkListArgs extends PageArgs {
   @Field(() => [ApplicationLinkOrderBy], { nullable: true }) orderBy?: ApplicationLinkOrderBy[];
 }
 
+
+@ArgsType()
+class ApplicationLinkConnectionArgs extends ConnectionArgs {
+  @Field(() => ApplicationLinkFilter, { nullable: true }) filter?: ApplicationLinkFilter;
+  @Field(() => [ApplicationLinkOrderBy], { nullable: true }) orderBy?: ApplicationLinkOrderBy[];
+}
 
 /** Links over GraphQL: the same link service functions as /user/{id}/application/ and /role/. */
 @Resolver(() => ApplicationLinkType)
@@ -126,7 +136,7 @@ export class UserLinksResolver {
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return ctx.loaders.page('applications', listInput(args), selects(info, 'total'), ctx.services.links.listApplicationsForUsers).load(user.id);
+    return ctx.loaders.byParent('applications', listInput(args), selects(info, 'total'), ctx.services.links.listApplicationsForUsers).load(user.id);
   }
 
   @FieldResolver(() => RolePage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.' })
@@ -136,6 +146,27 @@ export class UserLinksResolver {
     @Ctx() ctx: GraphQLContext,
     @Info() info: GraphQLResolveInfo,
   ) {
-    return ctx.loaders.page('roles', listInput(args), selects(info, 'total'), ctx.services.links.listRolesForUsers).load(user.id);
+    return ctx.loaders.byParent('roles', listInput(args), selects(info, 'total'), ctx.services.links.listRolesForUsers).load(user.id);
+  }
+
+  @FieldResolver(() => ApplicationLinkConnection, { nullable: true, description: 'The user’s application links as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.' })
+  async applicationsConnection(
+    @Root() user: UserRecord,
+    @Args(() => ApplicationLinkConnectionArgs) args: ApplicationLinkConnectionArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ) {
+    const input = connectionInput(args);
+    return ctx.loaders.byParent('applicationsConnection', input, selects(info, 'totalCount'), ctx.services.links.applicationConnectionsForUsers).load(user.id);
+  }
+
+  @FieldResolver(() => RoleConnection, { nullable: true, description: 'The user’s roles as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.' })
+  async rolesConnection(
+    @Root() user: UserRecord,
+    @Args(() => RoleConnectionArgs) args: InstanceType<typeof RoleConnectionArgs>,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ) {
+    return ctx.loaders.byParent('rolesConnection', connectionInput(args), selects(info, 'totalCount'), ctx.services.links.roleConnectionsForUsers).load(user.id);
   }
 }

@@ -5,7 +5,8 @@ import { requirePermission, type Caller } from '../auth/caller.js';
 import { readerFor, whereSql, type Rows } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
 import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page } from '../list/list.js';
-import { pagesByParent, type NestedSource } from '../list/pages.js';
+import { compileKeyset, type ConnectionInput } from '../list/keyset.js';
+import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { Role } from '../roles/role.entity.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
@@ -187,6 +188,11 @@ export function linkService(orm: MikroORM) {
       requirePermission(caller, 'user:read');
       return pagesByParent(rows, APPLICATION_LINKS, userIds, compileList(input, APPLICATION_LINK_LIST_FIELDS), count);
     },
+    /** Keyset pages of many users' application links (GraphQL's nested User.applicationsConnection). */
+    applicationConnectionsForUsers(caller: Caller, userIds: readonly number[], input: ConnectionInput, count = true) {
+      requirePermission(caller, 'user:read');
+      return connectionsByParent(rows, APPLICATION_LINKS, userIds, compileKeyset(input, APPLICATION_LINK_LIST_FIELDS), count);
+    },
     linkApplications: (caller: Caller, userId: unknown, body: unknown) => link(orm, APPLICATION_LINK, caller, userId, body),
     unlinkApplications: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, APPLICATION_LINK, caller, userId, body),
 
@@ -195,6 +201,11 @@ export function linkService(orm: MikroORM) {
     listRolesForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true) {
       requirePermission(caller, 'user:read');
       return pagesByParent(rows, ROLE_LINKS, userIds, compileList(input, USER_ROLE_LIST_FIELDS), count);
+    },
+    /** Keyset pages of many users' roles (GraphQL's nested User.rolesConnection). */
+    roleConnectionsForUsers(caller: Caller, userIds: readonly number[], input: ConnectionInput, count = true) {
+      requirePermission(caller, 'user:read');
+      return connectionsByParent(rows, ROLE_LINKS, userIds, compileKeyset(input, USER_ROLE_LIST_FIELDS), count);
     },
     linkRoles: (caller: Caller, userId: unknown, body: unknown) => link(orm, ROLE_LINK, caller, userId, body),
     unlinkRoles: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, ROLE_LINK, caller, userId, body),

@@ -1,4 +1,5 @@
 import { idArray, whereSql, type Rows } from '../db/reads.js';
+import { connectionOf, sortColumns, type CompiledKeyset, type Connection } from './keyset.js';
 import { andAll, orderSql, type CompiledList, type Page, type SqlFragment } from './list.js';
 
 /** Where one nested list's rows come from (a user's tokens, a user's application links, …). */
@@ -52,4 +53,39 @@ export async function pagesByParent<R>(
     if (page) page.total = Number(row.total);
   }
   return pages;
+}
+
+/**
+ * One keyset page per parent (GraphQL's nested connections such as `User.tokensConnection`): the
+ * same partitioned statement as pagesByParent, bounded by the cursors instead of an offset.
+ */
+export async function connectionsByParent<R>(
+  rows: Rows,
+  source: NestedSource<R>,
+  parentIds: readonly number[],
+  keyset: CompiledKeyset,
+  count: boolean,
+): Promise<Map<number, Connection<R>>> {
+  const parent = andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, keyset.where);
+  const bounded = andAll(parent, keyset.bound)!;
+  const pageRows = rows<Record<string, unknown>>(
+    `select * from (select ${source.columns}, ${sortColumns(keyset.order)}, ${source.parentColumn} as parent_id, ` +
+      `row_number() over (partition by ${source.parentColumn} order by ${orderSql(keyset.order, keyset.backward)}) as rn ` +
+      `from ${source.from}${whereSql(bounded)}) p where p.rn <= ? order by p.parent_id, p.rn`,
+    [...bounded.params, keyset.limit + 1],
+  );
+  const totals = count
+    ? rows<{ parent_id: string; total: string }>(
+        `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
+        parent!.params,
+      )
+    : null;
+  const [found, counted] = await Promise.all([pageRows, totals]);
+  const byParent = new Map<number, Record<string, unknown>[]>(parentIds.map((id) => [id, []]));
+  for (const row of found) byParent.get(Number(row.parent_id))?.push(row);
+  const totalOf = new Map((counted ?? []).map((row) => [Number(row.parent_id), Number(row.total)]));
+  const fromRow = source.fromRow as (row: unknown) => R;
+  return new Map(
+    parentIds.map((id) => [id, connectionOf(keyset, byParent.get(id)!, fromRow, count ? (totalOf.get(id) ?? 0) : null)]),
+  );
 }

@@ -9,7 +9,8 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission, type Caller, type Resource } from '../auth/caller.js';
 import { idArray, readerFor, whereSql } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
-import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { compileKeyset, connectionOf, sortColumns, type Connection, type ConnectionInput } from '../list/keyset.js';
+import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, type WritableFields } from './input.js';
 import { checkId } from './values.js';
@@ -85,8 +86,17 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
   const rows = readerFor(orm);
   const fromRow = def.fromRow as (row: unknown) => R;
   const BY_ID = `select ${def.columns} from ${def.table} t where t.id = ? and t.deleted_at is null`;
-  const LIVE_COUNT = `select live from live_counts where table_name = '${def.table}'`;
+  const LIVE_COUNT = `select live as total from live_counts where table_name = '${def.table}'`;
   const LIVE = { sql: 't.deleted_at is null', params: [] };
+
+  /** How many live records match: the kept live count when nothing is filtered, else counted. */
+  async function countLive(filter: SqlFragment | null): Promise<number> {
+    const where = andAll(LIVE, filter)!;
+    const [row] = filter
+      ? await rows<{ total: string }>(`select count(*) as total from ${def.table} t${whereSql(where)}`, where.params)
+      : await rows<{ total: string }>(LIVE_COUNT);
+    return Number(row?.total ?? 0);
+  }
 
   async function findById(id: number): Promise<R | null> {
     const [row] = await rows(BY_ID, [id]);
@@ -172,14 +182,23 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         q.limit,
         q.offset,
       ]);
-      const count =
-        options.count === false
-          ? null
-          : q.where
-            ? rows<{ total: string }>(`select count(*) as total from ${def.table} t${whereSql(where)}`, where.params)
-            : rows<{ total: string }>(`${LIVE_COUNT.replace('live', 'live as total')}`);
-      const [data, counted] = await Promise.all([page, count]);
-      return { total: counted ? Number(counted[0]?.total ?? 0) : null, page: q.page, pageSize: q.pageSize, data: data.map(fromRow) };
+      const [data, total] = await Promise.all([page, options.count === false ? null : countLive(q.where)]);
+      return { total, page: q.page, pageSize: q.pageSize, data: data.map(fromRow) };
+    },
+
+    /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
+    async connection(caller: Caller, input: ConnectionInput, options: ListOptions = {}): Promise<Connection<R>> {
+      requirePermission(caller, read);
+      const keyset = compileKeyset(input, def.listFields);
+      const where = andAll(LIVE, keyset.where, keyset.bound)!;
+      const [found, total] = await Promise.all([
+        rows<Record<string, unknown>>(
+          `select ${def.columns}, ${sortColumns(keyset.order)} from ${def.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
+          [...where.params, keyset.limit + 1],
+        ),
+        options.count === false ? null : countLive(keyset.where),
+      ]);
+      return connectionOf(keyset, found, fromRow, total);
     },
 
     /** The live record, or null (GraphQL's single-record queries answer null). */

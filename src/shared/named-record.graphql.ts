@@ -7,6 +7,7 @@ import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from
 import { PageArgs, PageType } from '../graphql/page.js';
 import type { Services } from '../services.js';
 import { selects } from '../graphql/selection.js';
+import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
 
 /**
  * The GraphQL side of a named record (Application, Role): its type, page, inputs, filter, order,
@@ -28,6 +29,9 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
 
   @ObjectType(`${type}Page`)
   class RecordPage extends PageType(RecordType) {}
+
+  @ObjectType(`${type}Connection`)
+  class RecordConnection extends ConnectionType(RecordType, type) {}
 
   @InputType(`${type}Input`)
   class RecordInput {
@@ -64,11 +68,22 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
     @Field(() => [RecordOrderBy], { nullable: true }) orderBy?: RecordOrderBy[];
   }
 
+  @ArgsType()
+  class RecordConnectionArgs extends ConnectionArgs {
+    @Field(() => RecordFilter, { nullable: true }) filter?: RecordFilter;
+    @Field(() => [RecordOrderBy], { nullable: true }) orderBy?: RecordOrderBy[];
+  }
+
   @Resolver(() => RecordType)
   class RecordResolver {
     @Query(() => RecordPage, { name: `${singular}s` })
     async list(@Args(() => RecordListArgs) args: RecordListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
       return serviceOf(ctx).list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
+    }
+
+    @Query(() => RecordConnection, { name: `${singular}sConnection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` })
+    async connection(@Args(() => RecordConnectionArgs) args: RecordConnectionArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+      return serviceOf(ctx).connection(callerOf(ctx), connectionInput(args), { count: selects(info, 'totalCount') });
     }
 
     @Query(() => RecordType, { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` })
@@ -98,5 +113,5 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
     }
   }
 
-  return { RecordType, RecordPage, RecordFilter, RecordOrderBy, RecordListArgs, RecordResolver };
+  return { RecordType, RecordPage, RecordConnection, RecordFilter, RecordOrderBy, RecordListArgs, RecordConnectionArgs, RecordResolver };
 }

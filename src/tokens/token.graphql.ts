@@ -7,6 +7,7 @@ import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from
 import { idValue } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { selects } from '../graphql/selection.js';
+import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
 import { UserType } from '../users/user.graphql.js';
 import type { UserRecord } from '../users/user.presenter.js';
 import type { TokenRecord } from './token.presenter.js';
@@ -30,6 +31,9 @@ export class TokenType {
 
 @ObjectType()
 export class TokenPage extends PageType(TokenType) {}
+
+@ObjectType()
+export class TokenConnection extends ConnectionType(TokenType, 'Token') {}
 
 @InputType({ description: 'Every writable field of a token; absent optional fields take their defaults.' })
 export class TokenInput {
@@ -99,6 +103,12 @@ export class TokenListArgs extends PageArgs {
 }
 
 
+@ArgsType()
+export class TokenConnectionArgs extends ConnectionArgs {
+  @Field(() => TokenFilter, { nullable: true }) filter?: TokenFilter;
+  @Field(() => [TokenOrderBy], { nullable: true }) orderBy?: TokenOrderBy[];
+}
+
 /** A write input as the token service takes it: the ID-typed userID as a number. */
 const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefined ? input : { ...input, userID: idValue(input.userID) });
 
@@ -107,6 +117,11 @@ export class TokenResolver {
   @Query(() => TokenPage)
   async tokens(@Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
     return ctx.services.tokens.list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
+  }
+
+  @Query(() => TokenConnection, { description: 'Tokens as keyset pages (Relay connection): first/after or last/before.' })
+  async tokensConnection(@Args(() => TokenConnectionArgs) args: TokenConnectionArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    return ctx.services.tokens.connection(callerOf(ctx), connectionInput(args), { count: selects(info, 'totalCount') });
   }
 
   @Query(() => TokenType, { nullable: true, description: 'null when there is no live token with this id.' })
@@ -156,6 +171,16 @@ export class TokenResolver {
 export class UserTokensResolver {
   @FieldResolver(() => TokenPage, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.' })
   async tokens(@Root() user: UserRecord, @Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-    return ctx.loaders.page('tokens', listInput(args), selects(info, 'total'), ctx.services.tokens.listForUsers).load(user.id);
+    return ctx.loaders.byParent('tokens', listInput(args), selects(info, 'total'), ctx.services.tokens.listForUsers).load(user.id);
+  }
+
+  @FieldResolver(() => TokenConnection, { nullable: true, description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.' })
+  async tokensConnection(
+    @Root() user: UserRecord,
+    @Args(() => TokenConnectionArgs) args: TokenConnectionArgs,
+    @Ctx() ctx: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+  ) {
+    return ctx.loaders.byParent('tokensConnection', connectionInput(args), selects(info, 'totalCount'), ctx.services.tokens.connectionsForUsers).load(user.id);
   }
 }

@@ -3,7 +3,8 @@ import { LockMode } from '@mikro-orm/core';
 import { BEARER_VALUE_PATTERN } from '../auth/authenticate.js';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
-import { pagesByParent, type NestedSource } from '../list/pages.js';
+import { compileKeyset, type ConnectionInput } from '../list/keyset.js';
+import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { crudService } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
@@ -129,6 +130,11 @@ export function tokenService(orm: MikroORM) {
     async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true): Promise<Map<number, Page<TokenRecord>>> {
       requirePermission(caller, 'token:read');
       return pagesByParent(rows, USER_TOKENS, userIds, compileList(input, TOKEN_LIST_FIELDS), count);
+    },
+    /** Keyset pages of many users' tokens (GraphQL's nested User.tokensConnection). */
+    connectionsForUsers(caller: Caller, userIds: readonly number[], input: ConnectionInput, count = true) {
+      requirePermission(caller, 'token:read');
+      return connectionsByParent(rows, USER_TOKENS, userIds, compileKeyset(input, TOKEN_LIST_FIELDS), count);
     },
   };
 }

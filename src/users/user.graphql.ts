@@ -7,6 +7,7 @@ import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { selects } from '../graphql/selection.js';
+import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
 
 @ObjectType('User')
 export class UserType {
@@ -24,6 +25,9 @@ export class UserType {
 
 @ObjectType()
 export class UserPage extends PageType(UserType) {}
+
+@ObjectType()
+export class UserConnection extends ConnectionType(UserType, 'User') {}
 
 @InputType({ description: 'Every writable field of a user; absent optional fields take their defaults.' })
 export class UserInput {
@@ -84,12 +88,23 @@ class UserListArgs extends PageArgs {
   @Field(() => [UserOrderBy], { nullable: true }) orderBy?: UserOrderBy[];
 }
 
+@ArgsType()
+class UserConnectionArgs extends ConnectionArgs {
+  @Field(() => UserFilter, { nullable: true }) filter?: UserFilter;
+  @Field(() => [UserOrderBy], { nullable: true }) orderBy?: UserOrderBy[];
+}
+
 /** Users over GraphQL: each field parses its arguments, calls the user service, presents the result. */
 @Resolver(() => UserType)
 export class UserResolver {
   @Query(() => UserPage)
   async users(@Args(() => UserListArgs) args: UserListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
     return ctx.services.users.list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
+  }
+
+  @Query(() => UserConnection, { description: 'Users as keyset pages (Relay connection): first/after or last/before.' })
+  async usersConnection(@Args(() => UserConnectionArgs) args: UserConnectionArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    return ctx.services.users.connection(callerOf(ctx), connectionInput(args), { count: selects(info, 'totalCount') });
   }
 
   @Query(() => UserType, { nullable: true, description: 'null when there is no live user with this id.' })

@@ -64,6 +64,7 @@ const TABLES: Record<string, string> = {
   user_applications: 'user_id, application_id',
   user_roles: 'user_id, role_id',
   id_reservations: 'resource, id',
+  live_counts: 'table_name',
 };
 
 export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {

@@ -1,0 +1,68 @@
+import { ArgsType, Field, Int, ObjectType, type ClassType } from 'type-graphql';
+import type { ConnectionInput } from '../list/keyset.js';
+import { orderKeys } from './filters.js';
+
+/** Relay's page info: where a keyset page sits. */
+@ObjectType('PageInfo')
+export class PageInfoType {
+  @Field(() => Boolean) hasNextPage!: boolean;
+  @Field(() => Boolean) hasPreviousPage!: boolean;
+  @Field(() => String, { nullable: true }) startCursor!: string | null;
+  @Field(() => String, { nullable: true }) endCursor!: string | null;
+}
+
+/**
+ * `{edges {cursor node} pageInfo totalCount}` for one record type (UserConnection, …): Relay's
+ * connection shape over keyset pages, so that page 200 costs what page 1 costs.
+ */
+export function ConnectionType<T extends object>(item: ClassType<T>, name: string) {
+  @ObjectType(`${name}Edge`)
+  class Edge {
+    @Field(() => String, { description: 'Opaque; pass it as `after` or `before` with the same filter and orderBy.' })
+    cursor!: string;
+
+    @Field(() => item)
+    node!: T;
+  }
+
+  @ObjectType() // abstract: only the concrete subclasses (UserConnection, …) reach the schema
+  abstract class Connection {
+    @Field(() => [Edge])
+    edges!: Edge[];
+
+    @Field(() => PageInfoType)
+    pageInfo!: PageInfoType;
+
+    @Field(() => Int, { description: 'How many records match the filter, on all pages (counted only when selected).' })
+    totalCount!: number;
+  }
+  return Connection;
+}
+
+/** first/after and last/before of every connection (SPEC §5's limits: at most 1000 a page). */
+@ArgsType()
+export class ConnectionArgs {
+  @Field(() => Int, { nullable: true, description: 'Records after `after` (or from the start); 0 to 1000, default 20.' })
+  first?: number;
+
+  @Field(() => String, { nullable: true })
+  after?: string;
+
+  @Field(() => Int, { nullable: true, description: 'Records before `before` (or up to the end); 0 to 1000. Not with `first`.' })
+  last?: number;
+
+  @Field(() => String, { nullable: true })
+  before?: string;
+}
+
+/** The arguments of a connection field as the keyset module takes them. */
+export function connectionInput(args: ConnectionArgs & { filter?: object | null; orderBy?: readonly object[] | null }): ConnectionInput {
+  return {
+    filter: args.filter ?? undefined,
+    orderBy: orderKeys(args.orderBy),
+    first: args.first,
+    after: args.after,
+    last: args.last,
+    before: args.before,
+  };
+}
