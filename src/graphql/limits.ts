@@ -4,6 +4,8 @@ import {
   GraphQLError,
   isLeafType,
   Kind,
+  visit,
+  type DocumentNode,
   type ASTVisitor,
   type FragmentDefinitionNode,
   type SelectionSetNode,
@@ -132,10 +134,31 @@ export function sizeLimitRule(context: ValidationContext): ASTVisitor {
 const pageCost: ComplexityEstimator = ({ args, childComplexity, field }) => {
   const type = getNamedType(field.type);
   if (isLeafType(type)) return 0;
-  if (!type.name.endsWith('Page')) return 1 + childComplexity;
-  const size = typeof args.pageSize === 'number' && args.pageSize > 0 ? args.pageSize : 20;
-  return 1 + size * Math.max(childComplexity, 1);
+  const paged = type.name.endsWith('Page') || type.name.endsWith('Connection');
+  if (!paged) return 1 + childComplexity;
+  const asked = [args.pageSize, args.first, args.last].find((n) => typeof n === 'number' && n > 0) as number | undefined;
+  return 1 + (asked ?? 20) * Math.max(childComplexity, 1);
 };
+
+/** The arguments whose values change a document's cost (see pageCost). */
+const SIZE_ARGUMENTS = new Set(['pageSize', 'first', 'last']);
+
+/** Whether an operation's cost depends on its variables: a variable given as a page size. */
+function costDependsOnVariables(document: DocumentNode): boolean {
+  let depends = false;
+  visit(document, {
+    Argument(node) {
+      if (SIZE_ARGUMENTS.has(node.name.value) && node.value.kind === Kind.VARIABLE) depends = true;
+    },
+  });
+  return depends;
+}
+
+/**
+ * Costs already computed, per parsed document (Apollo keeps one parsed document per query text)
+ * and operation name: the walk is paid once per document unless variables set page sizes.
+ */
+const knownCosts = new WeakMap<DocumentNode, Map<string, number | 'per-request'>>();
 
 /** Rejects an operation whose cost is over the limit, before it runs (the size rule has bounded the work). */
 export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
@@ -144,6 +167,12 @@ export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
       return {
         async didResolveOperation({ request, document, schema, operation }) {
           if (operation?.operation !== 'query' && operation?.operation !== 'mutation') return; // operationPlugin answers it
+          let byOperation = knownCosts.get(document);
+          if (!byOperation) knownCosts.set(document, (byOperation = new Map()));
+          const key = request.operationName ?? '';
+          let known = byOperation.get(key);
+          if (known === undefined && costDependsOnVariables(document)) byOperation.set(key, (known = 'per-request'));
+          if (typeof known === 'number') return; // under the limit: only such costs are remembered
           let cost: number;
           try {
             cost = getComplexity({
@@ -158,6 +187,7 @@ export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
             if (err instanceof GraphQLError) return;
             throw err;
           }
+          if (known === undefined && cost <= GRAPHQL_LIMITS.maxCost) byOperation.set(key, cost);
           if (cost > GRAPHQL_LIMITS.maxCost) {
             throw new GraphQLError(`the query costs ${cost}; at most ${GRAPHQL_LIMITS.maxCost} is allowed (ask for smaller pages)`, {
               extensions: { code: 'GRAPHQL_VALIDATION_FAILED', cost, maxCost: GRAPHQL_LIMITS.maxCost, http: { status: 400 } },
