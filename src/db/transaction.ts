@@ -62,16 +62,6 @@ export function sharedTransaction(): EntityManager | undefined {
 }
 
 /**
- * The EntityManager for a read. Inside a shared transaction it runs on that transaction's
- * connection: it sees the transaction's own writes, and it needs no second connection (two
- * requests that each held one and waited for another could exhaust the pool).
- */
-export function readerOf(orm: MikroORM): EntityManager {
-  const shared = joinable(scopes.getStore());
-  return shared ? shared.fork({ keepTransactionContext: true }) : orm.em.fork();
-}
-
-/**
  * Runs `work` in a transaction of its own, or, inside a shared transaction, in a savepoint of it.
  * When PostgreSQL aborts it as one side of a deadlock (two requests locking the same rows in
  * opposite orders, such as a token's update against its owner's deletion), runs it again from

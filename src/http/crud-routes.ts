@@ -18,7 +18,7 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
 
   router.get(path, async (ctx) => {
-    sendPage(ctx, await service.list(ctx.state.caller, listQuery(ctx)), (record) => record);
+    sendPage(ctx, await service.list(ctx.state.caller, listQuery(ctx)));
   });
 
   router.post(path, async (ctx) => {

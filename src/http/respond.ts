@@ -10,7 +10,8 @@ export const listQuery = (ctx: AppContext) => ({
   pageSize: ctx.query.pageSize,
 });
 
-export function sendPage<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown): void {
+/** A list answer; `present` shapes each record where the wire differs from the service's record. */
+export function sendPage<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown = (record) => record): void {
   ctx.body = presentPage({ ...page, total: page.total ?? 0 }, present);
 }
 

@@ -26,7 +26,7 @@ export function linkRoutes(links: LinkService): Router<AppState> {
   });
 
   router.get('/user/:id/role', async (ctx) => {
-    sendPage(ctx, await links.listRoles(ctx.state.caller, ctx.params.id, listQuery(ctx)), (role) => role);
+    sendPage(ctx, await links.listRoles(ctx.state.caller, ctx.params.id, listQuery(ctx)));
   });
   router.post('/user/:id/role', async (ctx) => {
     ctx.body = { affected: await links.linkRoles(ctx.state.caller, ctx.params.id, ctx.request.body) };

@@ -15,6 +15,20 @@ export interface NestedSource<R> {
   fromRow(row: never): R;
 }
 
+/** The rows of the given parents that are live and pass the filter (without any page bound). */
+const ofParents = (source: NestedSource<unknown>, parentIds: readonly number[], filter: SqlFragment | null): SqlFragment =>
+  andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, filter)!;
+
+/** Each parent's number of rows (absent: none), one grouped count; null when not asked for. */
+async function totalsByParent(rows: Rows, source: NestedSource<unknown>, parent: SqlFragment, count: boolean): Promise<Map<number, number> | null> {
+  if (!count) return null;
+  const counted = await rows<{ parent_id: string; total: string }>(
+    `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
+    parent.params,
+  );
+  return new Map(counted.map((row) => [Number(row.parent_id), Number(row.total)]));
+}
+
 /**
  * One page per parent (a batched nested list such as GraphQL's `User.tokens`), whatever the number
  * of parents: the rows of every parent's page in one statement, cut in SQL with
@@ -29,29 +43,19 @@ export async function pagesByParent<R>(
   list: CompiledList,
   count: boolean,
 ): Promise<Map<number, Page<R>>> {
-  const parent = andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, list.where)!;
+  const parent = ofParents(source, parentIds, list.where);
   const pageRows = rows<Record<string, unknown>>(
     `select * from (select ${source.columns}, ${source.parentColumn} as parent_id, ` +
       `row_number() over (partition by ${source.parentColumn} order by ${orderSql(list.order)}) as rn ` +
       `from ${source.from}${whereSql(parent)}) p where p.rn > ? and p.rn <= ? order by p.parent_id, p.rn`,
     [...parent.params, list.offset, list.offset + list.limit],
   );
-  const totals = count
-    ? rows<{ parent_id: string; total: string }>(
-        `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
-        parent.params,
-      )
-    : null;
-  const [found, counted] = await Promise.all([pageRows, totals]);
+  const [found, totals] = await Promise.all([pageRows, totalsByParent(rows, source, parent, count)]);
   const pages = new Map<number, Page<R>>(
-    parentIds.map((id) => [id, { total: count ? 0 : null, page: list.page, pageSize: list.pageSize, data: [] }]),
+    parentIds.map((id) => [id, { total: totals ? (totals.get(id) ?? 0) : null, page: list.page, pageSize: list.pageSize, data: [] }]),
   );
   const fromRow = source.fromRow as (row: unknown) => R;
   for (const row of found) pages.get(Number(row.parent_id))?.data.push(fromRow(row));
-  for (const row of counted ?? []) {
-    const page = pages.get(Number(row.parent_id));
-    if (page) page.total = Number(row.total);
-  }
   return pages;
 }
 
@@ -66,7 +70,7 @@ export async function connectionsByParent<R>(
   keyset: CompiledKeyset,
   count: boolean,
 ): Promise<Map<number, Connection<R>>> {
-  const parent = andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, keyset.where);
+  const parent = ofParents(source, parentIds, keyset.where);
   const bounded = andAll(parent, keyset.bound)!;
   const pageRows = rows<Record<string, unknown>>(
     `select * from (select ${source.columns}, ${sortColumns(keyset.order)}, ${source.parentColumn} as parent_id, ` +
@@ -74,18 +78,9 @@ export async function connectionsByParent<R>(
       `from ${source.from}${whereSql(bounded)}) p where p.rn <= ? order by p.parent_id, p.rn`,
     [...bounded.params, keyset.limit + 1],
   );
-  const totals = count
-    ? rows<{ parent_id: string; total: string }>(
-        `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
-        parent!.params,
-      )
-    : null;
-  const [found, counted] = await Promise.all([pageRows, totals]);
+  const [found, totals] = await Promise.all([pageRows, totalsByParent(rows, source, parent, count)]);
   const byParent = new Map<number, Record<string, unknown>[]>(parentIds.map((id) => [id, []]));
   for (const row of found) byParent.get(Number(row.parent_id))?.push(row);
-  const totalOf = new Map((counted ?? []).map((row) => [Number(row.parent_id), Number(row.total)]));
   const fromRow = source.fromRow as (row: unknown) => R;
-  return new Map(
-    parentIds.map((id) => [id, connectionOf(keyset, byParent.get(id)!, fromRow, count ? (totalOf.get(id) ?? 0) : null)]),
-  );
+  return new Map(parentIds.map((id) => [id, connectionOf(keyset, byParent.get(id)!, fromRow, totals ? (totals.get(id) ?? 0) : null)]));
 }
