@@ -1,3 +1,4 @@
+import { LIST_LIMITS } from '../list/list.js';
 import type { ApolloServerPlugin } from '@apollo/server';
 import {
   getNamedType,
@@ -137,7 +138,9 @@ const pageCost: ComplexityEstimator = ({ args, childComplexity, field }) => {
   const paged = type.name.endsWith('Page') || type.name.endsWith('Connection');
   if (!paged) return 1 + childComplexity;
   const asked = [args.pageSize, args.first, args.last].find((n) => typeof n === 'number' && n > 0) as number | undefined;
-  return 1 + (asked ?? 20) * Math.max(childComplexity, 1);
+  // The size the list will use: above the largest page, the largest (list.ts clamps the same way).
+  const size = Math.min(asked ?? LIST_LIMITS.defaultPageSize, LIST_LIMITS.maxPageSize);
+  return 1 + size * Math.max(childComplexity, 1);
 };
 
 /** The arguments whose values change a document's cost (see pageCost). */

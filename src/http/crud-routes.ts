@@ -1,11 +1,12 @@
 import Router from '@koa/router';
 import type { CrudService, LiveRecord } from '../shared/crud.js';
 import type { AppState } from './context.js';
-import { listQuery, sendCreated, sendNoContent, sendPage } from './respond.js';
+import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './respond.js';
 
 /**
- * The REST routes every record type shares (SPEC §4): list, create, get, update (PUT, which creates
- * on a reserved id), patch (with Attrs), destroy, and — where the seed has it — apply id.
+ * The REST routes every record type shares (SPEC §4): list, create (with a reserved id or not),
+ * get, update (PUT, which creates on a reserved id), patch (with Attrs), destroy, and — where the
+ * seed has it — apply id. Answers in the original service's dialect (respond.ts).
  */
 export function crudRoutes<E extends LiveRecord, R extends { id: number }>(options: {
   path: string;
@@ -18,7 +19,7 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
 
   router.get(path, async (ctx) => {
-    sendPage(ctx, await service.list(ctx.state.caller, listQuery(ctx)));
+    sendList(ctx, await service.list(ctx.state.caller, listQuery(ctx)));
   });
 
   router.post(path, async (ctx) => {
@@ -33,22 +34,21 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
   router.put(`${path}/:id`, async (ctx) => {
     const { record, created } = await service.replace(ctx.state.caller, ctx.params.id, ctx.request.body);
     if (created) sendCreated(ctx, locationOf(record.id), record);
-    else ctx.body = record;
+    else sendUpdated(ctx, record);
   });
 
   router.patch(`${path}/:id`, async (ctx) => {
-    ctx.body = await service.patch(ctx.state.caller, ctx.params.id, ctx.request.body, ctx.get('Attrs') || undefined);
+    sendUpdated(ctx, await service.patch(ctx.state.caller, ctx.params.id, ctx.request.body, ctx.get('Attrs') || undefined));
   });
 
   router.delete(`${path}/:id`, async (ctx) => {
     await service.destroy(ctx.state.caller, ctx.params.id);
-    sendNoContent(ctx);
+    sendCount(ctx, 1);
   });
 
   if (options.applyPath) {
     router.post(options.applyPath, async (ctx) => {
-      ctx.status = 201;
-      ctx.body = { id: await service.applyId(ctx.state.caller) };
+      sendCount(ctx, await service.applyId(ctx.state.caller), 201);
     });
   }
   return router;

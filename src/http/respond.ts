@@ -1,6 +1,11 @@
 import type { Page } from '../list/list.js';
-import { presentPage } from '../shared/present.js';
 import type { AppContext } from './context.js';
+
+/**
+ * The REST wire dialect (SPEC §4), in one place: the original service's answers (bare arrays,
+ * bare ids, counts) by default, the records on `Prefer: return=representation`, and the page
+ * headers. Routes call these; nothing else decides what a REST answer looks like.
+ */
 
 /** The four list inputs of a REST list call (strings, or arrays when a parameter is repeated). */
 export const listQuery = (ctx: AppContext) => ({
@@ -10,19 +15,74 @@ export const listQuery = (ctx: AppContext) => ({
   pageSize: ctx.query.pageSize,
 });
 
-/** A list answer; `present` shapes each record where the wire differs from the service's record. */
-export function sendPage<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown = (record) => record): void {
-  ctx.body = presentPage({ ...page, total: page.total ?? 0 }, present);
+/**
+ * Whether the request asks for the record instead of a count or an id (RFC 7240 `Prefer`, any
+ * number of headers and preferences; names and values case-insensitive, values possibly quoted).
+ * Null when it states no `return` preference.
+ */
+function returnPreference(ctx: AppContext): 'representation' | 'minimal' | null {
+  const header = ctx.get('Prefer'); // several Prefer headers arrive joined by ", "
+  if (!header) return null;
+  for (const preference of header.split(',')) {
+    const [name, value = ''] = (preference.split(';')[0] ?? '').split('=');
+    if (name.trim().toLowerCase() !== 'return') continue;
+    const wanted = value.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    if (wanted === 'representation' || wanted === 'minimal') return wanted;
+  }
+  return null;
 }
 
-/** 201 with the new record and its Location. */
-export function sendCreated(ctx: AppContext, location: string, body: unknown): void {
+/** The body of a write answer: the original's `fallback` (a count or an id), or the record when asked. */
+function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): unknown {
+  ctx.vary('Prefer');
+  const preference = returnPreference(ctx);
+  if (preference) ctx.set('Preference-Applied', `return=${preference}`);
+  return preference === 'representation' ? record() : fallback;
+}
+
+/**
+ * RFC 8288 `Link` of a list answer: first, prev (not on page 1), next (only when rows follow) and
+ * last, each the request's own URL (path and query, relative to the service, so no Host header is
+ * trusted) with only `page` changed.
+ */
+function pageLinks(ctx: AppContext, page: number, pageSize: number, total: number): string {
+  const [path, search = ''] = ctx.originalUrl.split('?', 2);
+  const params = new URLSearchParams(search);
+  const at = (n: number) => {
+    params.set('page', String(n));
+    return `<${path}?${params.toString()}>`;
+  };
+  const last = Math.max(1, Math.ceil(total / pageSize));
+  const links = [`${at(1)}; rel="first"`];
+  if (page > 1) links.push(`${at(Math.min(page - 1, last))}; rel="prev"`);
+  if (page * pageSize < total) links.push(`${at(page + 1)}; rel="next"`);
+  links.push(`${at(last)}; rel="last"`);
+  return links.join(', ');
+}
+
+/** A list answer: a bare JSON array, the total in `X-Total-Count`, the pages in `Link`. */
+export function sendList<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown = (record) => record): void {
+  const total = page.total ?? 0;
+  ctx.set('X-Total-Count', String(total));
+  ctx.set('Link', pageLinks(ctx, page.page, page.pageSize, total));
+  ctx.body = page.data.map(present);
+}
+
+/** 201 + Location: the new id, a bare number, or the record (`Prefer: return=representation`). */
+export function sendCreated<R extends { id: number }>(ctx: AppContext, location: string, record: R, present: (record: R) => unknown = (r) => r): void {
   ctx.status = 201;
   ctx.set('Location', location);
-  ctx.body = body;
+  ctx.body = preferred(ctx, record.id, () => present(record));
 }
 
-export function sendNoContent(ctx: AppContext): void {
-  ctx.status = 204;
-  ctx.body = null;
+/** An update of one record (PUT, PATCH, status, a link's right): `1`, or the record when asked. */
+export function sendUpdated<R>(ctx: AppContext, record: R, present: (record: R) => unknown = (r) => r): void {
+  ctx.status = 200;
+  ctx.body = preferred(ctx, 1, () => present(record));
+}
+
+/** A count of records changed (delete: 1; unlink: the links removed), 200 whatever `Prefer` says. */
+export function sendCount(ctx: AppContext, count: number, status = 200): void {
+  ctx.status = status;
+  ctx.body = count;
 }

@@ -1,4 +1,4 @@
-import { PrimaryKeyProp } from '@mikro-orm/core';
+import { BigIntType, PrimaryKeyProp } from '@mikro-orm/core';
 import { Entity, ManyToOne, Property } from '@mikro-orm/decorators/legacy';
 import { Application } from '../applications/application.entity.js';
 import { Role } from '../roles/role.entity.js';
@@ -19,7 +19,8 @@ export class UserApplication {
   @ManyToOne(() => Application, { primary: true, fieldName: 'application_id' })
   application!: Application;
 
-  @Property({ type: 'integer' })
+  /** A bigint column holding any safe integer; read and written as a JS number. */
+  @Property({ type: new BigIntType('number') })
   right: number = 0;
 
   @Property({ type: 'datetime', columnType: TIMESTAMP })

@@ -4,7 +4,8 @@ import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, Ob
 import { ApplicationType } from '../applications/application.graphql.js';
 import { requirePermission } from '../auth/caller.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
-import { DateTimeFilter, IDFilter, IntFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { SafeIntResolver } from 'graphql-scalars';
+import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValues } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { RoleConnection, RoleConnectionArgs, RoleListArgs, RolePage } from '../roles/role.graphql.js';
@@ -20,7 +21,7 @@ import type { UserRecord } from '../users/user.presenter.js';
 export class ApplicationLinkType {
   @Field(() => ID) applicationID!: number;
   @Field(() => ID) userID!: number;
-  @Field(() => Int) right!: number;
+  @Field(() => SafeIntResolver, { description: 'The original service’s RBAC bit mask: any safe integer.' }) right!: number;
   @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
   @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
   @Field(() => ApplicationType) application!: NamedWire;
@@ -36,7 +37,7 @@ export class ApplicationLinkConnection extends ConnectionType(ApplicationLinkTyp
 export class ApplicationLinkFilter {
   @Field(() => IDFilter, { nullable: true }) applicationID?: IDFilter;
   @Field(() => StringFilter, { nullable: true, description: 'The application’s name.' }) name?: StringFilter;
-  @Field(() => IntFilter, { nullable: true }) right?: IntFilter;
+  @Field(() => SafeIntFilter, { nullable: true }) right?: SafeIntFilter;
   @Field(() => DateTimeFilter, { nullable: true, description: 'When the link was made.' }) createdAt?: DateTimeFilter;
   @Field(() => DateTimeFilter, { nullable: true, description: 'When the link last changed.' }) updatedAt?: DateTimeFilter;
   @Field(() => [ApplicationLinkFilter], { nullable: true }) and?: ApplicationLinkFilter[];
@@ -108,7 +109,7 @@ export class LinkResolver {
   async updateUserApplication(
     @Arg('id', () => ID) id: string,
     @Arg('applicationID', () => ID) applicationID: string,
-    @Arg('right', () => Int) right: number,
+    @Arg('right', () => SafeIntResolver) right: number,
     @Ctx() ctx: GraphQLContext,
   ) {
     return ctx.services.links.updateApplicationLink(callerOf(ctx), id, applicationID, { right });

@@ -18,7 +18,7 @@ export const APPLICATION_LINK_COLUMNS = `l.user_id as link_user_id, l."right", l
 
 interface ApplicationLinkRow {
   link_user_id: string;
-  right: number;
+  right: string;
   link_created_at: string;
   link_updated_at: string;
   id: string;
@@ -30,7 +30,7 @@ interface ApplicationLinkRow {
 export const applicationLinkFromRow = (row: ApplicationLinkRow): ApplicationLinkRecord => ({
   userID: wireInt(row.link_user_id),
   applicationID: wireInt(row.id),
-  right: row.right,
+  right: wireInt(row.right),
   createdAt: wireDate(row.link_created_at),
   updatedAt: wireDate(row.link_updated_at),
   application: namedFromRow(row),

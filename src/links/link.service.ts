@@ -21,7 +21,7 @@ export const MAX_LINK_IDS = 1000;
 /** The linked record's fields (alias `t`), plus (for applications) the link's right (alias `l`). */
 export const USER_APPLICATION_LIST_FIELDS: ListFields = {
   ...NAMED_LIST_FIELDS,
-  right: { column: 'l."right"', kind: 'int32' },
+  right: { column: 'l."right"', kind: 'safeInt' },
   // GraphQL's ApplicationLink names the application's id this way.
   applicationID: { column: 't.id', kind: 'id' },
 };
@@ -225,7 +225,7 @@ export function linkService(orm: MikroORM) {
       requirePermission(caller, 'user:write');
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
-      const { right } = readWriteBody(body, { right: { kind: 'int32', required: true } }, 'create') as { right: number };
+      const { right } = readWriteBody(body, { right: { kind: 'safeInt', required: true } }, 'create') as { right: number };
       const updated = await transaction(orm, async (em) => {
         const found = await findApplicationLink(em, userId, applicationId, true);
         if (found.right !== right) {

@@ -1,4 +1,5 @@
 import { AppError, type FieldProblem } from '../shared/errors.js';
+import { parseFilterExpression } from './expression.js';
 import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checked } from '../shared/values.js';
 
 /**
@@ -125,18 +126,24 @@ export function andAll(...parts: (SqlFragment | null | undefined)[]): SqlFragmen
 }
 
 
+/**
+ * `page` or `pageSize` (SPEC §5): an integer, read the way the original service read it — a number
+ * below `min` means the default, one above `max` means `max` — so only what is not an integer at
+ * all is a 400.
+ */
 function parseCount(raw: unknown, name: string, min: number, max: number, fallback: number, problems: FieldProblem[]): number {
   if (raw === undefined || raw === null || raw === '') return fallback;
   if (Array.isArray(raw)) {
     problems.push({ field: name, message: 'must be given once' });
     return fallback;
   }
-  const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    problems.push({ field: name, message: `must be an integer from ${min} to ${max}` });
+  const value = typeof raw === 'string' && /^[+-]?\d{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    problems.push({ field: name, message: 'must be an integer' });
     return fallback;
   }
-  return value;
+  if (value < min) return fallback;
+  return Math.min(value, max);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,14 +190,14 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
     field: name, column: field.column, direction, kind: field.kind, nullable: field.nullable ?? false,
   });
   for (const key of keys) {
-    const field = fieldOf(fields, key.field);
-    if (!field) {
+    const name = canonicalField(fields, key.field);
+    if (name === undefined) {
       problems.push({ field: 'orderBy', message: `unknown field "${key.field.slice(0, 64)}"; sortable: ${Object.keys(fields).join(', ')}` });
       continue;
     }
-    if (seen.has(key.field)) continue;
-    seen.add(key.field);
-    order.push(sortKey(key.field, field, key.direction));
+    if (seen.has(name)) continue;
+    seen.add(name);
+    order.push(sortKey(name, fields[name], key.direction));
   }
   // Pages are stable only with a unique last key.
   if (!seen.has('id')) order.push(sortKey('id', fields.id, 'asc'));
@@ -218,11 +225,23 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
     return null;
   }
   if (typeof raw === 'string') {
-    try {
-      tree = JSON.parse(raw);
-    } catch {
-      problems.push({ field: 'filter', message: 'is not valid JSON' });
-      return null;
+    // Two forms (SPEC §5), told apart by the first non-blank character: `{` is the JSON form,
+    // anything else the original service's expression form, translated into the JSON form so
+    // that both are validated and compiled by the same code below.
+    if (raw.trimStart().startsWith('{')) {
+      try {
+        tree = JSON.parse(raw);
+      } catch {
+        problems.push({ field: 'filter', message: 'is not valid JSON' });
+        return null;
+      }
+    } else {
+      const parsed = parseFilterExpression(raw, Object.keys(fields));
+      if (!parsed.ok) {
+        problems.push({ field: 'filter', message: parsed.message });
+        return null;
+      }
+      tree = parsed.filter;
     }
   }
   const state: FilterState = { fields, conditions: 0, values: 0, problems };
@@ -236,7 +255,20 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
 }
 
 /** A list's own field of that name (never one of Object.prototype's: `constructor`, `toString`, …). */
-const fieldOf = (fields: ListFields, name: string): ListField | undefined => (Object.hasOwn(fields, name) ? fields[name] : undefined);
+const fieldOf = (fields: ListFields, name: string): ListField | undefined => fields[canonicalField(fields, name) ?? ''];
+
+const lowerCaseNames = new WeakMap<ListFields, Map<string, string>>();
+
+/**
+ * The list's own name of a field given in any case (`FirstName`, `firstname` → `firstName`), as
+ * the original service matched them; never one of Object.prototype's names (`constructor`, …).
+ */
+export function canonicalField(fields: ListFields, name: string): string | undefined {
+  if (Object.hasOwn(fields, name)) return name;
+  let names = lowerCaseNames.get(fields);
+  if (!names) lowerCaseNames.set(fields, (names = new Map(Object.keys(fields).map((key) => [key.toLowerCase(), key]))));
+  return names.get(name.toLowerCase());
+}
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);

@@ -12,7 +12,7 @@ import { transaction } from '../db/transaction.js';
 import { compileKeyset, connectionOf, sortColumns, type Connection, type ConnectionInput } from '../list/keyset.js';
 import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
 import { AppError } from './errors.js';
-import { parseAttrs, readWriteBody, type WritableFields } from './input.js';
+import { parseAttrs, readWriteBody, requireObject, type WritableFields } from './input.js';
 import { checkId } from './values.js';
 
 /** What every stored record has: a bigint id, service-set timestamps, soft deletion. */
@@ -224,10 +224,33 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       return found.map(fromRow);
     },
 
+    /**
+     * Creates a record with the next id, or with the `id` the body carries (SPEC §4): the original
+     * service's clients reserve one with "apply id" and then POST the record with it. A reserved,
+     * unused id is claimed (the reservation row serializes concurrent claims); the id of a record
+     * that exists, even deleted, is a 409; any other id a 400. `0` and `null` mean no id (Go's zero
+     * value, which those clients send for a record without one).
+     */
     async create(caller: Caller, body: unknown): Promise<R> {
       requirePermission(caller, write);
       const values = readWriteBody(body, def.writable, 'create');
-      return def.fromEntity(await inTransaction(values, (em) => insert(em, caller, values)));
+      const given = requireObject(body).id;
+      const id = given === undefined || given === null || given === 0 ? undefined : parseId(given);
+      const created = await inTransaction(values, async (em) => {
+        if (id !== undefined) {
+          const claimed = await em.execute<{ id: string }[]>(
+            'delete from id_reservations where resource = ? and id = ? returning id',
+            [def.resource, id],
+          );
+          if (claimed.length === 0) {
+            const [existing] = await em.execute<{ id: string }[]>(`select id from ${def.table} where id = ?`, [id]);
+            if (existing) throw AppError.conflict(`a ${def.label} with id ${id} exists already`);
+            throw AppError.invalid([{ field: 'id', message: `id ${id} was not reserved; leave id out to get the next one` }]);
+          }
+        }
+        return insert(em, caller, values, id);
+      });
+      return def.fromEntity(created);
     },
 
     /**

@@ -51,14 +51,25 @@ export function requireObject(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** Names a record has but no write may set (SPEC §4): skipped when Attrs names them, in any case. */
+const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client', 'version', 'password', 'remembertoken']);
+
 /**
- * Parses the `Attrs` header: comma-separated names of the fields to change. Unknown names → 400.
- * Returns undefined when the header is absent (then the body's own fields are changed).
+ * Parses the `Attrs` header as the original service read it (SPEC §4): comma-separated field names,
+ * spaces around them ignored, matched case-insensitively (`FirstName` is `firstName`); read-only
+ * names skipped; any other name → 400. Returns the writable fields' own names, or undefined when
+ * the header is absent (then the body's own fields are changed).
  */
 export function parseAttrs(header: string | undefined, fields: WritableFields): string[] | undefined {
   if (header === undefined) return undefined;
-  const names = header.split(',').map((n) => n.trim()).filter(Boolean);
-  const unknown = names.filter((n) => !Object.hasOwn(fields, n));
+  const byLowerCase = new Map(Object.keys(fields).map((name) => [name.toLowerCase(), name]));
+  const names: string[] = [];
+  const unknown: string[] = [];
+  for (const given of header.split(',').map((n) => n.trim()).filter(Boolean)) {
+    const name = byLowerCase.get(given.toLowerCase());
+    if (name) names.push(name);
+    else if (!READ_ONLY.has(given.toLowerCase())) unknown.push(given);
+  }
   if (unknown.length) {
     throw AppError.invalid(
       unknown.map((n) => ({ field: 'Attrs', message: `"${n.slice(0, 64)}" is not a writable field; writable: ${Object.keys(fields).join(', ')}` })),
@@ -69,7 +80,10 @@ export function parseAttrs(header: string | undefined, fields: WritableFields): 
 
 /**
  * Reads a write body. create/replace: every writable field, absent → default, required ones must
- * be there. patch: only `attrs` (or, without them, the writable fields the body carries).
+ * be there. patch: only `attrs` (or, without them, the writable fields the body carries); a field
+ * Attrs names that the body lacks is written as its default, as the original service did (its
+ * clients send Attrs listing every writable field and a body of the changed ones), and checked like
+ * a value sent: a token's `userID` cannot become 0.
  */
 export function readWriteBody(body: unknown, fields: WritableFields, mode: WriteMode, attrs?: string[]): Record<string, unknown> {
   const object = requireObject(body);
@@ -80,15 +94,14 @@ export function readWriteBody(body: unknown, fields: WritableFields, mode: Write
   for (const name of names) {
     const field = fields[name];
     const present = Object.hasOwn(object, name) && object[name] !== undefined;
-    if (!present) {
-      if (mode === 'patch') problems.push({ field: name, message: 'is named in Attrs but missing from the body' });
-      else if ('required' in field && field.required) problems.push({ field: name, message: 'is required' });
+    if (!present && mode !== 'patch') {
+      if ('required' in field && field.required) problems.push({ field: name, message: 'is required' });
       else values[name] = defaultOf(field);
       continue;
     }
-    const checked = checkField(field, object[name]);
+    const checked = checkField(field, present ? object[name] : defaultOf(field));
     if (checked.ok) values[name] = checked.value;
-    else problems.push({ field: name, message: checked.message });
+    else problems.push({ field: name, message: present ? checked.message : `is named in Attrs but missing from the body, and its default (${JSON.stringify(defaultOf(field))}) is not allowed: it ${checked.message}` });
   }
   if (problems.length) throw AppError.invalid(problems);
   return values;

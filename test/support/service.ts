@@ -176,7 +176,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       const user = await service.request('POST', '/user/', { body: { firstName: 'Token', lastName: `Holder ${scope}` } });
       const accessToken = `test-${randomBytes(16).toString('hex')}`;
       const created = await service.request('POST', '/token/', {
-        body: { userID: user.body.id, accessToken, scope, expireAt: options.expireAt ?? null },
+        body: { userID: user.body, accessToken, scope, expireAt: options.expireAt ?? null },
       });
       if (created.status !== 201) throw new Error(`could not create a token: ${created.text}`);
       return accessToken;
