@@ -47,17 +47,25 @@ function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): u
  */
 function pageLinks(ctx: AppContext, page: number, pageSize: number, total: number): string {
   const [path, search = ''] = ctx.originalUrl.split('?', 2);
-  const params = new URLSearchParams(search);
-  const at = (n: number) => {
-    params.set('page', String(n));
-    return `<${path}?${params.toString()}>`;
-  };
+  // The other parameters stay exactly as the client wrote them; only `page` is replaced (or added).
+  const others = search.split('&').filter((part) => part !== '' && decodeName(part) !== 'page');
+  const at = (n: number) => `<${path}?${[...others, `page=${n}`].join('&')}>`;
   const last = Math.max(1, Math.ceil(total / pageSize));
   const links = [`${at(1)}; rel="first"`];
   if (page > 1) links.push(`${at(Math.min(page - 1, last))}; rel="prev"`);
   if (page * pageSize < total) links.push(`${at(page + 1)}; rel="next"`);
   links.push(`${at(last)}; rel="last"`);
   return links.join(', ');
+}
+
+/** A query parameter's name, decoded as URLSearchParams would (`pa%67e` is `page`). */
+function decodeName(part: string): string {
+  const name = part.split('=', 1)[0].replaceAll('+', ' ');
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 /** A list answer: a bare JSON array, the total in `X-Total-Count`, the pages in `Link`. */
