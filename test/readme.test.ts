@@ -31,7 +31,7 @@ test('the README shows GraphQL examples of queries and mutations', () => {
 
 test('every README GraphQL operation runs as written, in order, without errors', async () => {
   const application = await svc.request('POST', '/application/', { body: { name: 'billing' } });
-  const values: Record<string, unknown> = { app: String(application.body.id) };
+  const values: Record<string, unknown> = { app: String(application.body) };
   for (const op of operations) {
     const variables = Object.fromEntries(op.variables.map((name) => [name, values[name]]));
     expect({ op: op.name, missing: op.variables.filter((name) => values[name] === undefined) }).toEqual({ op: op.name, missing: [] });
@@ -41,5 +41,27 @@ test('every README GraphQL operation runs as written, in order, without errors',
     const data = res.body.data;
     if (data.createUser) values.id = values.user = data.createUser.id;
     if (data.applyUserID) values.id = data.applyUserID;
+  }
+});
+
+/**
+ * The README's REST filter examples (every `--data-urlencode 'filter=…'` of a curl command), run
+ * against the list they are written for: each is accepted as written, in either form.
+ */
+const filterExamples = [...readme.matchAll(/curl -G [^\n]*?(http:\/\/127\.0\.0\.1:4000)?(\/[a-z/{}0-9]*)[^\n]*\\\n((?:[^\n]*\\\n)*[^\n]*)/g)].flatMap((m) =>
+  [...m[3].matchAll(/--data-urlencode (['"])filter=(.*?)\1/g)].map((f) => ({ path: m[2], filter: f[2] })),
+);
+
+test('the README shows filters in both forms', () => {
+  expect(filterExamples.some((e) => e.filter.startsWith('{'))).toBe(true);
+  expect(filterExamples.some((e) => !e.filter.startsWith('{'))).toBe(true);
+  expect(filterExamples.length).toBeGreaterThanOrEqual(5);
+});
+
+test('every README filter example is accepted as written', async () => {
+  for (const { path, filter } of filterExamples) {
+    const res = await svc.request('GET', `${path}?filter=${encodeURIComponent(filter)}`);
+    expect({ path, filter, status: res.status }).toEqual({ path, filter, status: 200 });
+    expect(Array.isArray(res.body)).toBe(true);
   }
 });
