@@ -47,9 +47,14 @@ function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): u
  */
 function pageLinks(ctx: AppContext, page: number, pageSize: number, total: number): string {
   const [path, search = ''] = ctx.originalUrl.split('?', 2);
-  // The other parameters stay exactly as the client wrote them; only `page` is replaced (or added).
-  const others = search.split('&').filter((part) => part !== '' && decodeName(part) !== 'page');
-  const at = (n: number) => `<${path}?${[...others, `page=${n}`].join('&')}>`;
+  // The other parameters stay exactly as the client wrote them, in their order; `page` is replaced
+  // where it was (or added at the end).
+  const parts = search.split('&').filter((part) => part !== '');
+  const pageAt = parts.findIndex((part) => decodeName(part) === 'page');
+  const at = (n: number) => {
+    const query = pageAt === -1 ? [...parts, `page=${n}`] : parts.map((part, i) => (i === pageAt ? `page=${n}` : part));
+    return `<${path}?${query.join('&')}>`;
+  };
   const last = Math.max(1, Math.ceil(total / pageSize));
   const links = [`${at(1)}; rel="first"`];
   if (page > 1) links.push(`${at(Math.min(page - 1, last))}; rel="prev"`);
