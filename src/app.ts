@@ -4,6 +4,8 @@ import { applicationRoutes } from './applications/application.routes.js';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { AppState } from './http/context.js';
+import { corsMiddleware } from './http/cors.js';
+import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
 import { linkRoutes } from './links/link.routes.js';
@@ -15,7 +17,7 @@ import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'basePath'>;
+  config: Pick<Config, 'basePath' | 'corsOrigins'>;
   db: Database;
   services: Services;
   log: Logger;
@@ -25,7 +27,9 @@ export interface AppDeps {
 /** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
 export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
+  const routers: Router<AppState>[] = [];
   app.use(requestId);
+  if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
   app.use(accessLog(log));
   app.use(errorHandler(log));
   app.use(trimTrailingSlash);
@@ -63,5 +67,17 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   }
   app.use(api.routes());
   app.use(api.allowedMethods());
+  routers.push(health, api);
   return app;
+}
+
+/** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
+function methodsOf(routers: Router<AppState>[], rawPath: string): string[] {
+  const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
+  if (path === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
+  const methods = new Set<string>();
+  for (const router of routers) {
+    for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);
+  }
+  return methods.size ? [...methods, 'OPTIONS'] : [];
 }

@@ -22,6 +22,8 @@ export interface Config {
   logLevel: LogLevel;
   /** How long a graceful stop waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number;
+  /** Origins a browser app may call from (CORS_ORIGINS): a list, `*` for any, or null for no CORS at all. */
+  corsOrigins: readonly string[] | '*' | null;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -48,6 +50,27 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
+/** CORS_ORIGINS: `*`, or comma-separated origins (`https://app.example.com, http://localhost:5173`). */
+function corsOrigins(raw: string | undefined): Config['corsOrigins'] {
+  const trimmed = (raw ?? '').trim();
+  if (trimmed === '') return null;
+  if (trimmed === '*') return '*';
+  const origins = trimmed.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    // An origin is scheme://host[:port], exactly as a browser sends it in the Origin header.
+    if (!parsed || parsed.origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS must list origins such as "https://app.example.com" (scheme, host, optional port), or be "*"; got "${origin}"`);
+    }
+  }
+  return origins;
+}
+
 function basePath(raw: string | undefined): string {
   const trimmed = (raw ?? '').trim().replace(/\/+$/, '');
   if (trimmed === '') return '';
@@ -70,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST?.trim() || '127.0.0.1',
     port: integer(env, 'PORT', 4000, 0, 65535),
     basePath: basePath(env.BASE_PATH),
+    corsOrigins: corsOrigins(env.CORS_ORIGINS),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),

@@ -27,7 +27,9 @@ import { mutationTransactionPlugin } from './mutations.js';
 import { operationPlugin } from './operation.js';
 import { graphQLSchema } from './schema.js';
 
-const METHODS = ['GET', 'HEAD', 'POST'];
+/** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
+export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
+const METHODS = GRAPHQL_METHODS;
 
 /**
  * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
