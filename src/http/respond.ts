@@ -73,11 +73,19 @@ function decodeName(part: string): string {
   }
 }
 
+/**
+ * Longest `Link` header sent. It repeats the request URL up to four times; a URL carrying a long
+ * filter (1000 values in an `in` list) would make it larger than clients read (Node's fetch stops
+ * at 16 KiB of headers), so such a list answers without it: X-Total-Count and the request itself
+ * still say where the pages are.
+ */
+const MAX_LINK_LENGTH = 8 * 1024;
+
 /** A list answer: a bare JSON array, the total in `X-Total-Count`, the pages in `Link`. */
 export function sendList<T>(ctx: AppContext, page: Page<T>, present: (record: T) => unknown = (record) => record): void {
   const total = page.total ?? 0;
   ctx.set('X-Total-Count', String(total));
-  ctx.set('Link', pageLinks(ctx, page.page, page.pageSize, total));
+  if (ctx.originalUrl.length * 4 < MAX_LINK_LENGTH) ctx.set('Link', pageLinks(ctx, page.page, page.pageSize, total));
   ctx.body = page.data.map(present);
 }
 

@@ -137,8 +137,10 @@ function parseCount(raw: unknown, name: string, min: number, max: number, fallba
     problems.push({ field: name, message: 'must be given once' });
     return fallback;
   }
-  const value = typeof raw === 'string' && /^[+-]?\d{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+  // Any run of digits is an integer, however long: past 2^53 it is simply above `max`.
+  const text = typeof raw === 'string' ? raw.trim() : undefined;
+  const value = text !== undefined && /^[+-]?\d{1,1000}$/.test(text) ? Number(text) : raw;
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
     problems.push({ field: name, message: 'must be an integer' });
     return fallback;
   }
