@@ -38,57 +38,69 @@ interface Route {
   permission: Permission;
   /** The status of a successful call on a fresh fixture. */
   success: number;
+  /** The body of that successful call (SPEC §4: arrays, records, bare ids and counts). */
+  answer: unknown | ((f: Fixture) => unknown);
   body?: (f: Fixture) => unknown;
 }
 
+/** A new id, a bare JSON number. */
+const NEW_ID = expect.any(Number);
+/** The record the path names. */
+const RECORD = (key: keyof Fixture) => (f: Fixture) => expect.objectContaining({ id: f[key] });
+const LIST = expect.any(Array);
+
 const ROUTES: Route[] = [
   // users
-  { method: 'GET', path: '/user/', permission: 'user:read', success: 200 },
-  { method: 'POST', path: '/user/', permission: 'user:write', success: 201, body: () => ({ firstName: 'New', lastName: 'User' }) },
-  { method: 'GET', path: '/user/{user}', permission: 'user:read', success: 200 },
-  { method: 'PUT', path: '/user/{user}', permission: 'user:write', success: 200, body: () => ({ firstName: 'Put', lastName: 'User' }) },
-  { method: 'PATCH', path: '/user/{user}', permission: 'user:write', success: 200, body: () => ({ lastName: 'Patched' }) },
-  { method: 'DELETE', path: '/user/{user}', permission: 'user:write', success: 204 },
-  { method: 'PATCH', path: '/user/{user}/status/', permission: 'user:write', success: 200, body: () => ({ status: 2 }) },
-  { method: 'PUT', path: '/user/{user}/status/', permission: 'user:write', success: 200, body: () => ({ status: 3 }) },
-  { method: 'POST', path: '/apply/user/id/', permission: 'user:write', success: 201, body: () => ({}) },
+  { method: 'GET', path: '/user/', permission: 'user:read', success: 200, answer: LIST },
+  { method: 'POST', path: '/user/', permission: 'user:write', success: 201, answer: NEW_ID, body: () => ({ firstName: 'New', lastName: 'User' }) },
+  { method: 'GET', path: '/user/{user}', permission: 'user:read', success: 200, answer: RECORD('user') },
+  { method: 'PUT', path: '/user/{user}', permission: 'user:write', success: 200, answer: 1, body: () => ({ firstName: 'Put', lastName: 'User' }) },
+  { method: 'PATCH', path: '/user/{user}', permission: 'user:write', success: 200, answer: 1, body: () => ({ lastName: 'Patched' }) },
+  { method: 'DELETE', path: '/user/{user}', permission: 'user:write', success: 200, answer: 1 },
+  { method: 'PATCH', path: '/user/{user}/status/', permission: 'user:write', success: 200, answer: 1, body: () => ({ status: 2 }) },
+  { method: 'PUT', path: '/user/{user}/status/', permission: 'user:write', success: 200, answer: 1, body: () => ({ status: 3 }) },
+  { method: 'POST', path: '/apply/user/id/', permission: 'user:write', success: 201, answer: NEW_ID, body: () => ({}) },
   // tokens
-  { method: 'GET', path: '/token/', permission: 'token:read', success: 200 },
+  { method: 'GET', path: '/token/', permission: 'token:read', success: 200, answer: LIST },
   {
-    method: 'POST', path: '/token/', permission: 'token:write', success: 201,
+    method: 'POST', path: '/token/', permission: 'token:write', success: 201, answer: NEW_ID,
     body: (f) => ({ userID: f.user, accessToken: uniq('posted') }),
   },
-  { method: 'GET', path: '/token/{token}', permission: 'token:read', success: 200 },
+  { method: 'GET', path: '/token/{token}', permission: 'token:read', success: 200, answer: RECORD('token') },
   {
-    method: 'PUT', path: '/token/{token}', permission: 'token:write', success: 200,
+    method: 'PUT', path: '/token/{token}', permission: 'token:write', success: 200, answer: 1,
     body: (f) => ({ userID: f.user, accessToken: uniq('put') }),
   },
-  { method: 'PATCH', path: '/token/{token}', permission: 'token:write', success: 200, body: () => ({ tokenType: 'bearer' }) },
-  { method: 'DELETE', path: '/token/{token}', permission: 'token:write', success: 204 },
-  { method: 'POST', path: '/apply/token/id/', permission: 'token:write', success: 201 },
+  { method: 'PATCH', path: '/token/{token}', permission: 'token:write', success: 200, answer: 1, body: () => ({ tokenType: 'bearer' }) },
+  { method: 'DELETE', path: '/token/{token}', permission: 'token:write', success: 200, answer: 1 },
+  { method: 'POST', path: '/apply/token/id/', permission: 'token:write', success: 201, answer: NEW_ID },
   // applications
-  { method: 'GET', path: '/application/', permission: 'application:read', success: 200 },
-  { method: 'POST', path: '/application/', permission: 'application:write', success: 201, body: () => ({ name: uniq('app') }) },
-  { method: 'GET', path: '/application/{application}', permission: 'application:read', success: 200 },
-  { method: 'PUT', path: '/application/{application}', permission: 'application:write', success: 200, body: () => ({ name: uniq('app') }) },
-  { method: 'PATCH', path: '/application/{application}', permission: 'application:write', success: 200, body: () => ({ name: uniq('app') }) },
-  { method: 'DELETE', path: '/application/{application}', permission: 'application:write', success: 204 },
+  { method: 'GET', path: '/application/', permission: 'application:read', success: 200, answer: LIST },
+  { method: 'POST', path: '/application/', permission: 'application:write', success: 201, answer: NEW_ID, body: () => ({ name: uniq('app') }) },
+  { method: 'GET', path: '/application/{application}', permission: 'application:read', success: 200, answer: RECORD('application') },
+  { method: 'PUT', path: '/application/{application}', permission: 'application:write', success: 200, answer: 1, body: () => ({ name: uniq('app') }) },
+  { method: 'PATCH', path: '/application/{application}', permission: 'application:write', success: 200, answer: 1, body: () => ({ name: uniq('app') }) },
+  { method: 'DELETE', path: '/application/{application}', permission: 'application:write', success: 200, answer: 1 },
   // roles
-  { method: 'GET', path: '/role/', permission: 'role:read', success: 200 },
-  { method: 'POST', path: '/role/', permission: 'role:write', success: 201, body: () => ({ name: uniq('role') }) },
-  { method: 'GET', path: '/role/{role}', permission: 'role:read', success: 200 },
-  { method: 'PUT', path: '/role/{role}', permission: 'role:write', success: 200, body: () => ({ name: uniq('role') }) },
-  { method: 'PATCH', path: '/role/{role}', permission: 'role:write', success: 200, body: () => ({ name: uniq('role') }) },
-  { method: 'DELETE', path: '/role/{role}', permission: 'role:write', success: 204 },
-  // a user's links (reads need user:read, writes user:write)
-  { method: 'GET', path: '/user/{user}/application/', permission: 'user:read', success: 200 },
-  { method: 'POST', path: '/user/{user}/application/', permission: 'user:write', success: 200, body: (f) => [f.application] },
-  { method: 'DELETE', path: '/user/{user}/application/', permission: 'user:write', success: 200, body: (f) => [f.application] },
-  { method: 'GET', path: '/user/{user}/application/{application}', permission: 'user:read', success: 200 },
-  { method: 'PUT', path: '/user/{user}/application/{application}', permission: 'user:write', success: 200, body: () => ({ right: 5 }) },
-  { method: 'GET', path: '/user/{user}/role/', permission: 'user:read', success: 200 },
-  { method: 'POST', path: '/user/{user}/role/', permission: 'user:write', success: 200, body: (f) => [f.role] },
-  { method: 'DELETE', path: '/user/{user}/role/', permission: 'user:write', success: 200, body: (f) => [f.role] },
+  { method: 'GET', path: '/role/', permission: 'role:read', success: 200, answer: LIST },
+  { method: 'POST', path: '/role/', permission: 'role:write', success: 201, answer: NEW_ID, body: () => ({ name: uniq('role') }) },
+  { method: 'GET', path: '/role/{role}', permission: 'role:read', success: 200, answer: RECORD('role') },
+  { method: 'PUT', path: '/role/{role}', permission: 'role:write', success: 200, answer: 1, body: () => ({ name: uniq('role') }) },
+  { method: 'PATCH', path: '/role/{role}', permission: 'role:write', success: 200, answer: 1, body: () => ({ name: uniq('role') }) },
+  { method: 'DELETE', path: '/role/{role}', permission: 'role:write', success: 200, answer: 1 },
+  // a user's links (reads need user:read, writes user:write); the fixture's user is linked to its
+  // application and role already, so linking them again creates 0 links and unlinking removes 1
+  { method: 'GET', path: '/user/{user}/application/', permission: 'user:read', success: 200, answer: LIST },
+  { method: 'POST', path: '/user/{user}/application/', permission: 'user:write', success: 201, answer: 0, body: (f) => [f.application] },
+  { method: 'DELETE', path: '/user/{user}/application/', permission: 'user:write', success: 200, answer: 1, body: (f) => [f.application] },
+  {
+    method: 'GET', path: '/user/{user}/application/{application}', permission: 'user:read', success: 200,
+    answer: (f: Fixture) => ({ userID: f.user, applicationID: f.application, right: 0, createdAt: expect.any(String), updatedAt: expect.any(String) }),
+  },
+  { method: 'PUT', path: '/user/{user}/application/{application}', permission: 'user:write', success: 200, answer: 1, body: () => ({ right: 5 }) },
+  { method: 'GET', path: '/user/{user}/role/', permission: 'user:read', success: 200, answer: LIST },
+  { method: 'POST', path: '/user/{user}/role/', permission: 'user:write', success: 201, answer: 0, body: (f) => [f.role] },
+  { method: 'DELETE', path: '/user/{user}/role/', permission: 'user:write', success: 200, answer: 1, body: (f) => [f.role] },
 ];
 
 const PERMISSIONS: Permission[] = [
@@ -111,12 +123,13 @@ const validCall = (route: Route, f: Fixture): [string, string, RequestOptions] =
 
 /**
  * A call that is wrong in every other way the route allows: ids of absent records, a body that is
- * JSON but of the wrong shape (or, with `unparseable`, not JSON at all), an invalid page size.
+ * JSON but of the wrong shape (or, with `unparseable`, not JSON at all), an invalid page size (not
+ * an integer: one out of range is clamped, SPEC §5) and an unparseable filter.
  * Authentication and authorization must be decided before any of that is looked at.
  */
 const faultyCall = (route: Route, unparseable: boolean): [string, string, RequestOptions] => {
   let path = pathOf(route, ABSENT);
-  if (route.method === 'GET' && path.endsWith('/')) path += '?pageSize=0';
+  if (route.method === 'GET' && path.endsWith('/')) path += '?pageSize=ten&filter=(nonsense';
   const options: RequestOptions =
     route.method === 'GET'
       ? {}
@@ -125,6 +138,8 @@ const faultyCall = (route: Route, unparseable: boolean): [string, string, Reques
         : { body: 'not the right shape' };
   return [route.method, path, options];
 };
+
+const answerOf = (route: Route, f: Fixture) => (typeof route.answer === 'function' ? route.answer(f) : route.answer);
 
 const routeName = (route: Route) => `${route.method} ${route.path}`;
 
@@ -138,15 +153,22 @@ async function admin(method: string, path: string, body?: unknown): Promise<any>
   return res.body;
 }
 
+/** POSTs a record and answers its id (a create answers the new id as a bare number). */
+async function createId(path: string, body: unknown): Promise<number> {
+  const id = await admin('POST', path, body);
+  if (typeof id !== 'number') throw new Error(`POST ${path} answered ${JSON.stringify(id)}, not an id`);
+  return id;
+}
+
 /** A user linked to an application and a role, and a token of another user. */
 async function makeFixture(): Promise<Fixture> {
-  const user = (await admin('POST', '/user/', { firstName: 'Target', lastName: uniq('user') })).id;
-  const owner = (await admin('POST', '/user/', { firstName: 'Owner', lastName: uniq('user') })).id;
-  const application = (await admin('POST', '/application/', { name: uniq('fixture-app') })).id;
-  const role = (await admin('POST', '/role/', { name: uniq('fixture-role') })).id;
-  const token = (await admin('POST', '/token/', { userID: owner, accessToken: uniq('fixture-token'), scope: 'openid profile' })).id;
-  await admin('POST', `/user/${user}/application/`, [application]);
-  await admin('POST', `/user/${user}/role/`, [role]);
+  const user = await createId('/user/', { firstName: 'Target', lastName: uniq('user') });
+  const owner = await createId('/user/', { firstName: 'Owner', lastName: uniq('user') });
+  const application = await createId('/application/', { name: uniq('fixture-app') });
+  const role = await createId('/role/', { name: uniq('fixture-role') });
+  const token = await createId('/token/', { userID: owner, accessToken: uniq('fixture-token'), scope: 'openid profile' });
+  expect(await admin('POST', `/user/${user}/application/`, [application])).toBe(1);
+  expect(await admin('POST', `/user/${user}/role/`, [role])).toBe(1);
   return { user, token, application, role };
 }
 
@@ -223,7 +245,7 @@ beforeAll(async () => {
   const ownerDeleted = await svc.tokenWith('*');
   const ownerDeletedRow = await tokenRow(ownerDeleted);
   expect((await svc.request('GET', '/user/', { token: ownerDeleted })).status).toBe(200);
-  expect((await svc.request('DELETE', `/user/${ownerDeletedRow.userId}`)).status).toBe(204);
+  expect(await svc.request('DELETE', `/user/${ownerDeletedRow.userId}`)).toMatchObject({ status: 200, body: 1 });
 
   // The owning user is marked deleted while the token row itself stays live (no cascade involved).
   const ownerRowDeleted = await svc.tokenWith('*');
@@ -233,7 +255,7 @@ beforeAll(async () => {
 
   const revoked = await svc.tokenWith('*');
   expect((await svc.request('GET', '/user/', { token: revoked })).status).toBe(200);
-  expect((await svc.request('DELETE', `/token/${(await tokenRow(revoked)).id}`)).status).toBe(204);
+  expect(await svc.request('DELETE', `/token/${(await tokenRow(revoked)).id}`)).toMatchObject({ status: 200, body: 1 });
 
   badCredentials = [
     { label: 'no Authorization header', header: null, wwwAuthenticate: 'Bearer' },
@@ -260,6 +282,22 @@ test('the route table covers every route once', () => {
   const names = ROUTES.map(routeName);
   expect(new Set(names).size).toBe(names.length);
   expect(names.length).toBe(36);
+});
+
+test('the faulty calls are refused even with every permission, and change nothing', async () => {
+  // Otherwise the denial matrix would not show that authorization comes before validation.
+  const before = await snapshot();
+  for (const route of ROUTES) {
+    for (const unparseable of [false, true]) {
+      // Apply ignores its body (any JSON, SPEC §4): only the unparseable one is refused.
+      if (!unparseable && route.path.startsWith('/apply/')) continue;
+      const call = faultyCall(route, unparseable);
+      const res = await send(call, `Bearer ${svc.adminToken}`);
+      const label = `${call[0]} ${call[1]}${unparseable ? ' (unparseable body)' : ''}`;
+      expect({ label, refused: [400, 404].includes(res.status), code: res.body?.code }).toEqual({ label, refused: true, code: res.status });
+    }
+  }
+  expect(await snapshot()).toEqual(before);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -369,8 +407,13 @@ describe('a token holding the permission passes authorization', () => {
       const f = await makeFixture(); // routes that write (or delete) get records of their own
       const res = await send(validCall(route, f), `Bearer ${token}`);
       const label = `scope ${JSON.stringify(scope)}`;
-      expect({ label, status: res.status, wwwAuthenticate: res.headers.get('www-authenticate'), text: res.status === route.success ? '' : res.text })
-        .toEqual({ label, status: route.success, wwwAuthenticate: null, text: '' });
+      expect({
+        label,
+        status: res.status,
+        wwwAuthenticate: res.headers.get('www-authenticate'),
+        text: res.status === route.success ? '' : res.text,
+        body: res.body,
+      }).toEqual({ label, status: route.success, wwwAuthenticate: null, text: '', body: answerOf(route, f) });
     }
   });
 
@@ -421,7 +464,7 @@ describe('revoking or expiring a token takes effect on the next request', () => 
   test('DELETE /token/{id} by another caller', async () => {
     const token = await svc.tokenWith('user:read');
     expect(await works(token)).toBe(200);
-    expect((await svc.request('DELETE', `/token/${(await tokenRow(token)).id}`)).status).toBe(204);
+    expect(await svc.request('DELETE', `/token/${(await tokenRow(token)).id}`)).toMatchObject({ status: 200, body: 1 });
     const res = await send(['GET', '/user/', {}], `Bearer ${token}`);
     expect(denial('revoked', res)).toEqual(expectedDenial('revoked', 401, INVALID_TOKEN, res.headers.get('x-request-id')));
   });
@@ -429,7 +472,7 @@ describe('revoking or expiring a token takes effect on the next request', () => 
   test('a token deleting itself', async () => {
     const token = await svc.tokenWith('user:read token:write');
     const { id } = await tokenRow(token);
-    expect((await send(['DELETE', `/token/${id}`, {}], `Bearer ${token}`)).status).toBe(204);
+    expect(await send(['DELETE', `/token/${id}`, {}], `Bearer ${token}`)).toMatchObject({ status: 200, body: 1 });
     expect(await works(token)).toBe(401);
     const [row] = await svc.sql<{ deleted: boolean }>('select deleted_at is not null as deleted from tokens where id = ?', [id]);
     expect(row.deleted).toBe(true);
@@ -439,21 +482,21 @@ describe('revoking or expiring a token takes effect on the next request', () => 
     const token = await svc.tokenWith('user:read');
     expect(await works(token)).toBe(200);
     const past = new Date(Date.now() - 1_000).toISOString();
-    expect((await svc.request('PATCH', `/token/${(await tokenRow(token)).id}`, { body: { expireAt: past } })).status).toBe(200);
+    expect(await svc.request('PATCH', `/token/${(await tokenRow(token)).id}`, { body: { expireAt: past } })).toMatchObject({ status: 200, body: 1 });
     expect(await works(token)).toBe(401);
   });
 
   test('DELETE /user/{id} of the owner', async () => {
     const token = await svc.tokenWith('user:read');
     expect(await works(token)).toBe(200);
-    expect((await svc.request('DELETE', `/user/${(await tokenRow(token)).userId}`)).status).toBe(204);
+    expect(await svc.request('DELETE', `/user/${(await tokenRow(token)).userId}`)).toMatchObject({ status: 200, body: 1 });
     expect(await works(token)).toBe(401);
   });
 
   test('narrowing the scope: PATCH scope takes effect at once (403 next)', async () => {
     const token = await svc.tokenWith('user:read');
     expect(await works(token)).toBe(200);
-    expect((await svc.request('PATCH', `/token/${(await tokenRow(token)).id}`, { body: { scope: 'role:read' } })).status).toBe(200);
+    expect(await svc.request('PATCH', `/token/${(await tokenRow(token)).id}`, { body: { scope: 'role:read' } })).toMatchObject({ status: 200, body: 1 });
     const res = await send(['GET', '/user/', {}], `Bearer ${token}`);
     expect(res.status).toBe(403);
     expect(res.headers.get('www-authenticate')).toBe(insufficientScope('user:read'));

@@ -173,7 +173,8 @@ describe('errors', () => {
 
   test('a literal argument of the wrong type is BAD_USER_INPUT naming the argument', async () => {
     const cases: [string, string][] = [
-      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 2147483648) { right } }', 'right'],
+      // right is a SafeInt (SPEC §4): 2^53 is the first value out of range.
+      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 9007199254740992) { right } }', 'right'],
       ['mutation { updateUserStatus(id: 1, status: "x") { id } }', 'status'],
       ['mutation { createUser(input: { firstName: "a", lastName: "b", status: 1.5 }) { id } }', 'input.status'],
       ['mutation { createUser(input: { firstName: "a", lastName: "b", password: "hunter2" }) { id } }', 'input.password'],
@@ -196,7 +197,7 @@ describe('errors', () => {
       ['{ users(filter: { ref: { eq: "SECRETVAL" } }) { total } }', 'filter.ref.eq', /^SafeInt cannot represent non-integer value\.$/],
       ['{ users(orderBy: [{ lastName: SECRETENUM }]) { total } }', 'orderBy[0].lastName', /^the value is not one of the SortDirection values\.$/],
       ['{ users(filter: { createdAt: { gt: "SECRET-DATE" } }) { total } }', 'filter.createdAt.gt', /^DateTime /],
-      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109) { right } }', 'right', /^Int cannot represent non 32-bit signed integer value\.$/],
+      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109876543) { right } }', 'right', /^SafeInt cannot represent unsafe integer value\.$/],
     ];
     // Nor in a syntax error, which names the token it stopped at, nor in a variable's default value.
     for (const query of [
@@ -402,6 +403,10 @@ describe('limits count what runs, fragments expanded', () => {
     const over = await svc.graphql(query(1000));
     expect(over.status).toBe(400);
     expect(over.body.errors[0].message).toMatch(/costs 84001; at most 20000/);
+    // A pageSize above 1000 is read as 1000 (SPEC §5), so it is priced as 1000.
+    const clamped = await svc.graphql(query(5000));
+    expect(clamped.status).toBe(400);
+    expect(clamped.body.errors[0].message).toMatch(/costs 84001; at most 20000/);
   });
 });
 
@@ -427,7 +432,8 @@ describe('the root fields of one mutation succeed or fail together', () => {
       updateUserApplication(id: ${createUser.id}, applicationID: 987654321, right: 7) { right } }`);
     expect(res.body.data).toBeNull();
     expect(res.body.errors[0].extensions.code).toBe('NOT_FOUND');
-    expect((await svc.request('GET', `/user/${createUser.id}/application/`)).body.total).toBe(0);
+    const links = await svc.request('GET', `/user/${createUser.id}/application/`);
+    expect({ status: links.status, total: links.headers.get('x-total-count'), body: links.body }).toEqual({ status: 200, total: '0', body: [] });
   });
 
   test('when every field succeeds, all are kept; later fields see what earlier ones wrote', async () => {
@@ -439,7 +445,9 @@ describe('the root fields of one mutation succeed or fail together', () => {
       s: applyUserID }`);
     expect(data.t.user.firstName).toBe('Renamed');
     expect((await svc.request('GET', `/user/${a.id}`)).body.firstName).toBe('Renamed');
-    expect((await svc.request('GET', `/token/?filter=${encodeURIComponent(JSON.stringify({ userID: Number(a.id) }))}`)).body.total).toBe(1);
+    const tokens = await svc.request('GET', `/token/?filter=${encodeURIComponent(JSON.stringify({ userID: Number(a.id) }))}`);
+    expect(tokens.headers.get('x-total-count')).toBe('1');
+    expect(tokens.body.map((t: { userID: number }) => t.userID)).toEqual([Number(a.id)]);
   });
 
   test('one root field needs no shared transaction: no savepoint; several share one', async () => {

@@ -66,10 +66,16 @@ const restUser = (u: Json) => ({ ...u, id: Number(u.id) });
 const restToken = (t: Json) => ({ ...t, id: Number(t.id), userID: Number(t.userID) });
 const restNamed = (r: Json) => ({ ...r, id: Number(r.id) });
 
+/** Creates over REST (201, the new id as a bare number, its Location); returns the record REST reads back. */
 async function restPost(path: string, body: unknown): Promise<Json> {
   const res = await svc.request('POST', path, { body });
   expect(res.status).toBe(201);
-  return res.body;
+  expect(res.body).toEqual(expect.any(Number));
+  expect(res.headers.get('location')).toBe(`${path}${res.body}`);
+  const read = await svc.request('GET', `${path}${res.body}`);
+  expect(read.status).toBe(200);
+  expect(read.body.id).toBe(res.body);
+  return read.body;
 }
 
 const CREATE_USER = `mutation($input: UserInput!) { createUser(input: $input) { ${USER} } }`;
@@ -224,16 +230,28 @@ describe('users', () => {
   test('applyUserID over REST, then updateUser over GraphQL creates; and the other way round', async () => {
     const applied = await svc.request('POST', '/apply/user/id/');
     expect(applied.status).toBe(201);
+    expect(applied.body).toEqual(expect.any(Number));
     const { updateUser } = await run(`mutation($id: ID!) { updateUser(id: $id, input: {firstName: "Via", lastName: "Rest"}) { ${USER} } }`, {
-      id: String(applied.body.id),
+      id: String(applied.body),
     });
-    expect(updateUser.id).toBe(String(applied.body.id));
+    expect(updateUser.id).toBe(String(applied.body));
 
     const { applyUserID } = await run('mutation { applyUserID }');
     const put = await svc.request('PUT', `/user/${applyUserID}`, { body: { firstName: 'Via', lastName: 'GraphQL' } });
     expect(put.status).toBe(201);
-    expect(put.body.id).toBe(Number(applyUserID));
-    expect((await run(GET_USER, { id: applyUserID })).user).toEqual({ ...put.body, id: applyUserID });
+    expect(put.body).toBe(Number(applyUserID));
+    expect(put.headers.get('location')).toBe(`/user/${applyUserID}`);
+    const rest = await svc.request('GET', `/user/${applyUserID}`);
+    expect(rest.body).toMatchObject({ id: Number(applyUserID), firstName: 'Via', lastName: 'GraphQL' });
+    expect((await run(GET_USER, { id: applyUserID })).user).toEqual({ ...rest.body, id: applyUserID });
+
+    // applyUserID over GraphQL, then a REST create that carries the reserved id (SPEC §4).
+    const { applyUserID: reserved } = await run('mutation { applyUserID }');
+    const posted = await svc.request('POST', '/user/', { body: { id: Number(reserved), firstName: 'Posted', lastName: 'With Id' } });
+    expect({ status: posted.status, body: posted.body, location: posted.headers.get('location') }).toEqual({
+      status: 201, body: Number(reserved), location: `/user/${reserved}`,
+    });
+    expect((await run(GET_USER, { id: reserved })).user).toMatchObject({ id: reserved, firstName: 'Posted', lastName: 'With Id' });
   });
 
   test('patchUser changes only the fields given; other columns stay as they were', async () => {
@@ -363,8 +381,9 @@ describe('users: filters, orderBy and pages', () => {
     const filter = encodeURIComponent(JSON.stringify({ lastName: { like: `${tag}-%` }, status: { in: [2, 3] } }));
     const rest = await svc.request('GET', `/user/?filter=${filter}&orderBy=-lastName`);
     expect(rest.status).toBe(200);
-    expect(rest.body.total).toBe(gql.total);
-    expect(rest.body.data).toEqual(gql.data.map(restUser));
+    expect(gql.total).toBe(3);
+    expect(rest.headers.get('x-total-count')).toBe(String(gql.total));
+    expect(rest.body).toEqual(gql.data.map(restUser));
   });
 
   test('page and pageSize slice the ordered records; a page past the end is empty with the true total', async () => {
@@ -436,11 +455,19 @@ describe('users: filters, orderBy and pages', () => {
     expect(none.extensions.field).toMatch(/^orderBy/);
   });
 
-  test('pageSize 1001, pageSize 0 and page 0 are BAD_USER_INPUT naming the argument', async () => {
-    const big = await fail(LIST, { s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
-    expect(big.message).toMatch(/pageSize/);
-    await fail(LIST, { s: 0 }, 'BAD_USER_INPUT', 'pageSize');
-    await fail(LIST, { p: 0 }, 'BAD_USER_INPUT', 'page');
+  test('pageSize above 1000 is read as 1000, pageSize and page below 1 as the defaults; a non-integer is BAD_USER_INPUT', async () => {
+    expect(await list({ f: mine(), s: 1001 })).toEqual({ total: 5, page: 1, pageSize: 1000, data: people });
+    expect(await list({ f: mine(), s: 2 ** 31 - 1 })).toEqual({ total: 5, page: 1, pageSize: 1000, data: people });
+    expect(await list({ f: mine(), s: 0 })).toEqual({ total: 5, page: 1, pageSize: 20, data: people });
+    expect(await list({ f: mine(), s: -5 })).toEqual({ total: 5, page: 1, pageSize: 20, data: people });
+    expect(await list({ f: mine(), p: 0, s: 2 })).toEqual({ total: 5, page: 1, pageSize: 2, data: people.slice(0, 2) });
+    expect(await list({ f: mine(), p: -3, s: 2 })).toEqual({ total: 5, page: 1, pageSize: 2, data: people.slice(0, 2) });
+    for (const variables of [{ s: 1.5 }, { p: '2' }]) {
+      const res = await svc.graphql(LIST, variables);
+      expect({ status: res.status, code: res.body.errors?.[0]?.extensions?.code, data: res.body.data }).toEqual({
+        status: 400, code: 'BAD_USER_INPUT', data: undefined,
+      });
+    }
   });
 
   test('a filter value of the wrong kind is BAD_USER_INPUT naming the filter path', async () => {
@@ -594,8 +621,9 @@ describe('tokens', () => {
     // applyTokenID over REST, then updateToken over GraphQL.
     const applied = await svc.request('POST', '/apply/token/id/', { body: { anything: true } });
     expect(applied.status).toBe(201);
-    const { updateToken: viaRest } = await run(UPDATE, { id: String(applied.body.id), input: { userID: owner.id, accessToken: fresh('r') } });
-    expect(viaRest.id).toBe(String(applied.body.id));
+    expect(applied.body).toEqual(expect.any(Number));
+    const { updateToken: viaRest } = await run(UPDATE, { id: String(applied.body), input: { userID: owner.id, accessToken: fresh('r') } });
+    expect(viaRest.id).toBe(String(applied.body));
   });
 
   test('patchToken changes only the fields given; explicit nulls clear nullable fields; version bumps', async () => {
@@ -690,7 +718,8 @@ describe('tokens', () => {
       pageSize: 2,
       data: [{ id: made[0].id, accessToken: `${tag}-c` }],
     });
-    await fail(LIST, { f: mine, s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
+    // pageSize above 1000 is read as 1000 (SPEC §5).
+    expect(await list({ f: mine, o: [{ accessToken: 'ASC' }], s: 1001 })).toEqual({ total: 3, page: 1, pageSize: 1000, data: [1, 2, 0].map((n) => ({ id: made[n].id, accessToken: made[n].accessToken })) });
     await fail(LIST, { f: mine, o: [{ accessToken: 'ASC', id: 'ASC' }] }, 'BAD_USER_INPUT');
   });
 });
@@ -752,9 +781,11 @@ describe.each([
 
     const filter = encodeURIComponent(JSON.stringify(mine));
     const rest = await svc.request('GET', `${path}?filter=${filter}&orderBy=-name`);
-    expect(rest.body.data).toEqual((await list({ f: mine, o: [{ name: 'DESC' }] })).data.map(restNamed));
+    expect(rest.headers.get('x-total-count')).toBe('3');
+    expect(rest.body).toEqual((await list({ f: mine, o: [{ name: 'DESC' }] })).data.map(restNamed));
 
-    await fail(LIST, { s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
+    // pageSize above 1000 is read as 1000 (SPEC §5).
+    expect(await list({ f: mine, s: 1001 })).toEqual({ total: 3, page: 1, pageSize: 1000, data: made });
     await fail(LIST, { o: [{ name: 'ASC', id: 'DESC' }] }, 'BAD_USER_INPUT');
   });
 
@@ -804,7 +835,7 @@ describe('links', () => {
   const UNLINK_APPS = `mutation($id: ID!, $ids: [ID!]!) { unlinkUserApplications(id: $id, applicationIDs: $ids) }`;
   const LINK_ROLES = `mutation($id: ID!, $ids: [ID!]!) { linkUserRoles(id: $id, roleIDs: $ids) }`;
   const UNLINK_ROLES = `mutation($id: ID!, $ids: [ID!]!) { unlinkUserRoles(id: $id, roleIDs: $ids) }`;
-  const UPDATE_LINK = `mutation($id: ID!, $app: ID!, $right: Int!) { updateUserApplication(id: $id, applicationID: $app, right: $right) { ${LINK} application { ${NAMED} } } }`;
+  const UPDATE_LINK = `mutation($id: ID!, $app: ID!, $right: SafeInt!) { updateUserApplication(id: $id, applicationID: $app, right: $right) { ${LINK} application { ${NAMED} } } }`;
   const GET_LINK = `query($user: ID!, $app: ID!) { userApplication(userID: $user, applicationID: $app) { ${LINK} application { ${NAMED} } } }`;
   const USER_APPS = `query($id: ID!, $f: ApplicationLinkFilter, $o: [ApplicationLinkOrderBy!], $p: Int, $s: Int) {
     user(id: $id) { applications(filter: $f, orderBy: $o, page: $p, pageSize: $s) { total page pageSize data { ${LINK} application { ${NAMED} } } } }
@@ -837,24 +868,28 @@ describe('links', () => {
 
     const rest = await svc.request('GET', `/user/${user.id}/application/`);
     expect(rest.status).toBe(200);
-    expect(rest.body).toEqual({ total: 3, page: 1, pageSize: 20, data: [a, b, c].map((app) => ({ ...restNamed(app), right: 0 })) });
-    const rows = await svc.sql('select application_id::text as app, "right", deleted_at from user_applications where user_id = ? order by 1', [user.id]);
-    expect(rows).toEqual([a, b, c].map((app) => ({ app: app.id, right: 0, deleted_at: null })));
+    expect(rest.headers.get('x-total-count')).toBe('3');
+    expect(rest.body).toEqual([a, b, c].map((app) => ({ ...restNamed(app), right: 0 })));
+    // right is a bigint column (SPEC §4), read here as text.
+    const rows = await svc.sql('select application_id::text as app, "right"::text as right, deleted_at from user_applications where user_id = ? order by 1', [user.id]);
+    expect(rows).toEqual([a, b, c].map((app) => ({ app: app.id, right: '0', deleted_at: null })));
   });
 
   test('a link made over REST shows in User.applications and userApplication, identically', async () => {
     const user = await gqlUser();
     const app = await gqlApp();
     const linked = await svc.request('POST', `/user/${user.id}/application/`, { body: [Number(app.id)] });
-    expect(linked.body).toEqual({ affected: 1 });
+    expect({ status: linked.status, body: linked.body }).toEqual({ status: 201, body: 1 });
     const put = await svc.request('PUT', `/user/${user.id}/application/${app.id}`, { body: { right: 6 } });
-    expect(put.status).toBe(200);
+    expect({ status: put.status, body: put.body }).toEqual({ status: 200, body: 1 });
+    const restLink = await svc.request('GET', `/user/${user.id}/application/${app.id}`);
+    expect(restLink.body).toMatchObject({ userID: Number(user.id), applicationID: Number(app.id), right: 6 });
 
     const { user: withApps } = await run(USER_APPS, { id: user.id });
     expect(withApps.applications.data).toHaveLength(1);
     const { application, ...link } = withApps.applications.data[0];
     expect(application).toEqual(app);
-    expect({ ...link, userID: Number(link.userID), applicationID: Number(link.applicationID) }).toEqual(put.body);
+    expect({ ...link, userID: Number(link.userID), applicationID: Number(link.applicationID) }).toEqual(restLink.body);
 
     const { userApplication } = await run(GET_LINK, { user: user.id, app: app.id });
     expect(userApplication).toEqual(withApps.applications.data[0]);
@@ -901,6 +936,18 @@ describe('links', () => {
       updatedAt: updateUserApplication.updatedAt,
     });
 
+    // right is any safe integer, stored as a bigint (SPEC §4): both ends of the range round-trip.
+    for (const right of [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 40]) {
+      expect((await run(UPDATE_LINK, { id: user.id, app: linkedApp.id, right })).updateUserApplication.right).toBe(right);
+      expect((await svc.request('GET', `/user/${user.id}/application/${linkedApp.id}`)).body.right).toBe(right);
+      expect(await svc.sql('select "right"::text as r from user_applications where user_id = ?', [user.id])).toEqual([{ r: String(right) }]);
+    }
+    // 2^53 is out of range: refused while the variables are read, nothing changes.
+    await changesNothing(async () => {
+      const res = await svc.graphql(UPDATE_LINK, { id: user.id, app: linkedApp.id, right: 2 ** 53 });
+      expect({ status: res.status, code: res.body.errors?.[0]?.extensions?.code }).toEqual({ status: 400, code: 'BAD_USER_INPUT' });
+    });
+
     await changesNothing(() => fail(UPDATE_LINK, { id: user.id, app: loneApp.id, right: 1 }, 'NOT_FOUND'));
     await changesNothing(() => fail(UPDATE_LINK, { id: ABSENT, app: linkedApp.id, right: 1 }, 'NOT_FOUND'));
     await changesNothing(() => fail(UPDATE_LINK, { id: user.id, app: 'nope', right: 1 }, 'BAD_USER_INPUT', 'applicationID'));
@@ -930,12 +977,14 @@ describe('links', () => {
     expect((await run(UNLINK_APPS, { id: user.id, ids: [a.id, c.id, a.id] })).unlinkUserApplications).toBe(1);
     expect((await run(UNLINK_APPS, { id: user.id, ids: [a.id] })).unlinkUserApplications).toBe(0);
     const rest = await svc.request('GET', `/user/${user.id}/application/`);
-    expect(rest.body.data.map((x: Json) => x.id)).toEqual([Number(b.id)]);
+    expect(rest.headers.get('x-total-count')).toBe('1');
+    expect(rest.body.map((x: Json) => x.id)).toEqual([Number(b.id)]);
     expect((await run(USER_APPS, { id: user.id })).user.applications.data.map((l: Json) => l.applicationID)).toEqual([b.id]);
     // Relinking revives the link with right 0.
     expect((await run(LINK_APPS, { id: user.id, ids: [a.id] })).linkUserApplications).toBe(1);
     // A REST unlink shows in GraphQL too.
-    expect((await svc.request('DELETE', `/user/${user.id}/application/`, { body: [Number(b.id)] })).body).toEqual({ affected: 1 });
+    const unlinked = await svc.request('DELETE', `/user/${user.id}/application/`, { body: [Number(b.id)] });
+    expect({ status: unlinked.status, body: unlinked.body }).toEqual({ status: 200, body: 1 });
     expect((await run(USER_APPS, { id: user.id })).user.applications.data.map((l: Json) => l.applicationID)).toEqual([a.id]);
   });
 
@@ -964,13 +1013,14 @@ describe('links', () => {
 
     // REST gives the same order for the same request.
     const rest = await svc.request('GET', `/user/${user.id}/application/?orderBy=-right`);
-    expect(rest.body.data.map((a: Json) => [String(a.id), a.right])).toEqual([
+    expect(rest.body.map((a: Json) => [String(a.id), a.right])).toEqual([
       [apps[2].id, 7],
       [apps[0].id, 3],
       [apps[1].id, 0],
     ]);
 
-    await fail(USER_APPS, { id: user.id, s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
+    // pageSize above 1000 is read as 1000, page below 1 as 1 (SPEC §5).
+    expect(await page({ p: 0, s: 1001 })).toMatchObject({ total: 3, page: 1, pageSize: 1000, data: idsOf(0, 1, 2).map((applicationID) => ({ applicationID })) });
     await fail(USER_APPS, { id: user.id, o: [{ name: 'ASC', right: 'ASC' }] }, 'BAD_USER_INPUT');
   });
 
@@ -991,7 +1041,8 @@ describe('links', () => {
     expect((await run(LINK_ROLES, { id: user.id, ids: [roles[0].id, roles[1].id, roles[0].id] })).linkUserRoles).toBe(2);
     expect((await run(LINK_ROLES, { id: user.id, ids: [roles[0].id] })).linkUserRoles).toBe(0);
     // One more over REST.
-    expect((await svc.request('POST', `/user/${user.id}/role/`, { body: [Number(roles[2].id)] })).body).toEqual({ affected: 1 });
+    const linked = await svc.request('POST', `/user/${user.id}/role/`, { body: [Number(roles[2].id)] });
+    expect({ status: linked.status, body: linked.body }).toEqual({ status: 201, body: 1 });
 
     const page = async (v: Json) => (await run(USER_ROLES, { id: user.id, ...v })).user.roles as Json;
     expect(await page({})).toEqual({ total: 3, page: 1, pageSize: 20, data: roles });
@@ -1001,17 +1052,21 @@ describe('links', () => {
     expect(await page({ o: [{ name: 'ASC' }], p: 2, s: 2 })).toEqual({ total: 3, page: 2, pageSize: 2, data: [roles[2]] });
 
     const rest = await svc.request('GET', `/user/${user.id}/role/`);
-    expect(rest.body).toEqual({ total: 3, page: 1, pageSize: 20, data: roles.map(restNamed) });
+    expect(rest.headers.get('x-total-count')).toBe('3');
+    expect(rest.body).toEqual(roles.map(restNamed));
 
     expect((await run(UNLINK_ROLES, { id: user.id, ids: [roles[0].id, roles[2].id, ABSENT] })).unlinkUserRoles).toBe(2);
     expect((await run(UNLINK_ROLES, { id: user.id, ids: [roles[0].id] })).unlinkUserRoles).toBe(0);
     expect((await page({})).data).toEqual([roles[1]]);
-    expect((await svc.request('GET', `/user/${user.id}/role/`)).body.data).toEqual([restNamed(roles[1])]);
+    const after = await svc.request('GET', `/user/${user.id}/role/`);
+    expect(after.headers.get('x-total-count')).toBe('1');
+    expect(after.body).toEqual([restNamed(roles[1])]);
 
     await changesNothing(() => fail(LINK_ROLES, { id: user.id, ids: [roles[0].id, ABSENT] }, 'BAD_USER_INPUT', 'roleIDs'));
     await changesNothing(() => fail(LINK_ROLES, { id: ABSENT, ids: [roles[0].id] }, 'NOT_FOUND'));
     await changesNothing(() => fail(UNLINK_ROLES, { id: ABSENT, ids: [roles[0].id] }, 'NOT_FOUND'));
-    await fail(USER_ROLES, { id: user.id, s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
+    // pageSize above 1000 is read as 1000 (SPEC §5).
+    expect(await page({ s: 1001 })).toEqual({ total: 1, page: 1, pageSize: 1000, data: [roles[1]] });
   });
 
   test('User.tokens with filter, orderBy and pages; Token.user; over a page of users', async () => {
@@ -1044,8 +1099,10 @@ describe('links', () => {
     const byNot = await fetch({ f: { not: { accessToken: { like: '%-b' } } } });
     expect(byNot[0].tokens.data.map((x: Json) => x.accessToken)).toEqual([`${tag}-a`, `${tag}-c`]);
 
-    const SMALL = `query($id: ID!, $o: [TokenOrderBy!], $s: Int) { user(id: $id) { tokens(orderBy: $o, pageSize: $s) { total } } }`;
-    await fail(SMALL, { id: u1.id, s: 1001 }, 'BAD_USER_INPUT', 'pageSize');
+    const SMALL = `query($id: ID!, $o: [TokenOrderBy!], $s: Int) { user(id: $id) { tokens(orderBy: $o, pageSize: $s) { total pageSize } } }`;
+    // pageSize above 1000 is read as 1000, below 1 as 20 (SPEC §5).
+    expect((await run(SMALL, { id: u1.id, s: 1001 })).user.tokens).toEqual({ total: 3, pageSize: 1000 });
+    expect((await run(SMALL, { id: u1.id, s: 0 })).user.tokens).toEqual({ total: 3, pageSize: 20 });
     await fail(SMALL, { id: u1.id, o: [{ scope: 'ASC', id: 'DESC' }] }, 'BAD_USER_INPUT');
   });
 

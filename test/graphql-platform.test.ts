@@ -163,15 +163,23 @@ interface Fixture {
   role: number;
 }
 
+/** Creates over REST as the admin; REST answers the new id as a bare number. */
+async function adminCreate(path: string, body: unknown): Promise<number> {
+  const id = await admin('POST', path, body);
+  expect(id).toEqual(expect.any(Number));
+  return id as number;
+}
+
 async function makeFixture(): Promise<Fixture> {
-  const user = (await admin('POST', '/user/', { firstName: 'Target', lastName: uniq('user') })).id;
-  const bareUser = (await admin('POST', '/user/', { firstName: 'Bare', lastName: uniq('user') })).id;
-  const owner = (await admin('POST', '/user/', { firstName: 'Owner', lastName: uniq('user') })).id;
-  const application = (await admin('POST', '/application/', { name: uniq('fixture-app') })).id;
-  const role = (await admin('POST', '/role/', { name: uniq('fixture-role') })).id;
-  const token = (await admin('POST', '/token/', { userID: owner, accessToken: uniq('fixture-token'), scope: 'openid profile' })).id;
-  await admin('POST', `/user/${user}/application/`, [application]);
-  await admin('POST', `/user/${user}/role/`, [role]);
+  const user = await adminCreate('/user/', { firstName: 'Target', lastName: uniq('user') });
+  const bareUser = await adminCreate('/user/', { firstName: 'Bare', lastName: uniq('user') });
+  const owner = await adminCreate('/user/', { firstName: 'Owner', lastName: uniq('user') });
+  const application = await adminCreate('/application/', { name: uniq('fixture-app') });
+  const role = await adminCreate('/role/', { name: uniq('fixture-role') });
+  const token = await adminCreate('/token/', { userID: owner, accessToken: uniq('fixture-token'), scope: 'openid profile' });
+  // Links answer how many were created.
+  expect(await admin('POST', `/user/${user}/application/`, [application])).toBe(1);
+  expect(await admin('POST', `/user/${user}/role/`, [role])).toBe(1);
   return { user, bareUser, token, application, role };
 }
 

@@ -39,16 +39,44 @@ async function call(method: string, path: string, options?: RequestOptions): Pro
   return res;
 }
 
-async function makeUser(lastName = 'Holder'): Promise<number> {
-  const res = await call('POST', '/user/', { body: { firstName: 'Token', lastName } });
+/** A create's default answer (SPEC §4): 201, Location, the new id as a bare JSON number. */
+function expectCreated(res: Reply, collection: string): number {
   expect(res.status).toBe(201);
-  return res.body.id;
+  expect(typeof res.body).toBe('number');
+  expect(Number.isSafeInteger(res.body) && res.body > 0).toBe(true);
+  expect(res.text).toBe(String(res.body));
+  expect(res.headers.get('location')).toBe(`${collection}${res.body}`);
+  return res.body;
 }
 
+/** A write's default answer (SPEC §4): 200 and `1`, the number of records it matched. */
+function expectOne(res: Reply): void {
+  expect({ status: res.status, text: res.text }).toEqual({ status: 200, text: '1' });
+}
+
+async function makeUser(lastName = 'Holder'): Promise<number> {
+  return expectCreated(await call('POST', '/user/', { body: { firstName: 'Token', lastName } }), '/user/');
+}
+
+/** The stored token as GET /token/{id} answers it. */
+async function getToken(id: number): Promise<any> {
+  const res = await call('GET', `/token/${id}`);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** Creates a token (default answer: its id) and reads it back. */
 async function makeToken(body: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<any> {
   const userID = body.userID ?? (await makeUser());
   const res = await call('POST', '/token/', { ...options, body: { userID, accessToken: newAccessToken(), ...body } });
+  return getToken(expectCreated(res, '/token/'));
+}
+
+/** Reserves a token id (POST /apply/token/id/ answers it as a bare number). */
+async function applyTokenId(options: RequestOptions = {}): Promise<number> {
+  const res = await call('POST', '/apply/token/id/', options);
   expect(res.status).toBe(201);
+  expect(typeof res.body).toBe('number');
   return res.body;
 }
 
@@ -75,14 +103,16 @@ async function failsUnchanged(method: string, path: string, options: RequestOpti
 const q = (value: unknown) => encodeURIComponent(JSON.stringify(value));
 
 describe('POST /token/', () => {
-  test('creates a token: 201, Location, the record with defaults, client from X-Client, version "1"', async () => {
+  test('creates a token: 201, Location, the new id; the record has defaults, client from X-Client, version "1"', async () => {
     const userID = await makeUser();
     const accessToken = newAccessToken();
     const res = await call('POST', '/token/', { body: { userID, accessToken }, headers: { 'X-Client': 'my-cli/2.1' } });
-    expect(res.status).toBe(201);
-    expect(res.headers.get('location')).toBe(`/token/${res.body.id}`);
-    expect(res.body).toEqual({
-      id: expect.any(Number),
+    const id = expectCreated(res, '/token/');
+    expect(res.headers.get('vary')).toMatch(/\bPrefer\b/);
+    expect(res.headers.get('preference-applied')).toBeNull();
+    const record = (await call('GET', res.headers.get('location')!)).body;
+    expect(record).toEqual({
+      id,
       userID,
       accessToken,
       refreshToken: '',
@@ -96,10 +126,43 @@ describe('POST /token/', () => {
       createdAt: expect.stringMatching(ISO_UTC_MS),
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
-    expect(res.body.updatedAt).toBe(res.body.createdAt);
-    const [row] = await svc.sql('select user_id, access_token, client, version, deleted_at from tokens where id = ?', [res.body.id]);
+    expect(record.updatedAt).toBe(record.createdAt);
+    const [row] = await svc.sql('select user_id, access_token, client, version, deleted_at from tokens where id = ?', [id]);
     expect(row).toEqual({ user_id: String(userID), access_token: accessToken, client: 'my-cli/2.1', version: 1, deleted_at: null });
-    expect((await call('GET', res.headers.get('location')!)).body).toEqual(res.body);
+  });
+
+  test('Prefer: return=representation answers the created record; return=minimal the id', async () => {
+    const userID = await makeUser();
+    const accessToken = newAccessToken();
+    const res = await call('POST', '/token/', {
+      body: { userID, accessToken, scope: 'openid' },
+      headers: { Prefer: 'return=representation', 'X-Client': 'prefers' },
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('preference-applied')).toBe('return=representation');
+    expect(res.headers.get('vary')).toMatch(/\bPrefer\b/);
+    expect(res.body).toEqual({
+      id: expect.any(Number),
+      userID,
+      accessToken,
+      refreshToken: '',
+      scope: 'openid',
+      code: '',
+      codeChallenge: null,
+      tokenType: '',
+      expireAt: null,
+      client: 'prefers',
+      version: '1',
+      createdAt: expect.stringMatching(ISO_UTC_MS),
+      updatedAt: expect.stringMatching(ISO_UTC_MS),
+    });
+    expect(res.headers.get('location')).toBe(`/token/${res.body.id}`);
+    expect(await getToken(res.body.id)).toEqual(res.body);
+
+    const minimal = await call('POST', '/token/', { body: { userID, accessToken: newAccessToken() }, headers: { Prefer: 'return=minimal' } });
+    const id = expectCreated(minimal, '/token/');
+    expect(minimal.headers.get('preference-applied')).toBe('return=minimal');
+    expect(id).toBeGreaterThan(res.body.id);
   });
 
   test('stores every writable field as given', async () => {
@@ -114,9 +177,8 @@ describe('POST /token/', () => {
       tokenType: 'Bearer',
       expireAt: '2031-05-06T07:08:09.123Z',
     };
-    const res = await call('POST', '/token/', { body });
-    expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ ...body, version: '1' });
+    const id = expectCreated(await call('POST', '/token/', { body }), '/token/');
+    expect(await getToken(id)).toMatchObject({ ...body, version: '1' });
   });
 
   test('client: X-Client, else the product token of User-Agent, else ""', async () => {
@@ -147,13 +209,12 @@ describe('POST /token/', () => {
     expect(Array.from(long.client as string)).toHaveLength(255);
   });
 
-  test('ignores fields outside the writable set (id, client, version, createdAt, …)', async () => {
+  test('ignores fields outside the writable set (client, version, createdAt, …)', async () => {
     const userID = await makeUser();
     const res = await call('POST', '/token/', {
       body: {
         userID,
         accessToken: newAccessToken(),
-        id: 987654321,
         client: 'forged',
         version: '99',
         createdAt: '2000-01-01T00:00:00Z',
@@ -163,15 +224,64 @@ describe('POST /token/', () => {
       },
       headers: { 'X-Client': 'real' },
     });
-    expect(res.status).toBe(201);
-    expect(res.body.id).not.toBe(987654321);
-    expect(res.body).toMatchObject({ client: 'real', version: '1' });
-    expect(res.body.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
+    const id = expectCreated(res, '/token/');
+    const record = await getToken(id);
+    expect(record).toMatchObject({ client: 'real', version: '1' });
+    expect(record.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
+    expect(record.updatedAt).not.toBe('2000-01-01T00:00:00.000Z');
     const [row] = await svc.sql<{ deleted: boolean; version: number }>(
       'select deleted_at is not null as deleted, version from tokens where id = ?',
-      [res.body.id],
+      [id],
     );
     expect(row).toEqual({ deleted: false, version: 1 });
+  });
+
+  describe('an id in the body (apply, then POST; SPEC §4)', () => {
+    test('an id reserved by apply and not used yet: the token is created with it and the reservation is spent', async () => {
+      const id = await applyTokenId();
+      expect(await reservations()).toContainEqual({ id: String(id) });
+      const userID = await makeUser();
+      const accessToken = newAccessToken();
+      const res = await call('POST', '/token/', { body: { id, userID, accessToken, scope: 'openid' }, headers: { 'X-Client': 'reserver' } });
+      expect(expectCreated(res, '/token/')).toBe(id);
+      expect(await getToken(id)).toMatchObject({ id, userID, accessToken, scope: 'openid', client: 'reserver', version: '1' });
+      expect(await reservations()).not.toContainEqual({ id: String(id) });
+      // Spent: the same POST again names an existing token now.
+      const again = await failsUnchanged('POST', '/token/', { body: { id, userID, accessToken: newAccessToken() } }, 409);
+      expect(again.body.error).toBe('CONFLICT');
+    });
+
+    test('the id of an existing or a deleted token is a 409 and changes nothing', async () => {
+      const live = await makeToken();
+      const gone = await makeToken();
+      expectOne(await call('DELETE', `/token/${gone.id}`));
+      for (const id of [live.id, gone.id]) {
+        const reserved = await reservations();
+        const res = await failsUnchanged('POST', '/token/', { body: { id, userID: live.userID, accessToken: newAccessToken() } }, 409);
+        expect(res.body.error).toBe('CONFLICT');
+        expect(await reservations()).toEqual(reserved);
+      }
+      expect(await getToken(live.id)).toEqual(live);
+    });
+
+    test('any other id is a 400 naming id and changes nothing', async () => {
+      const userID = await makeUser();
+      for (const id of [987654321, -1, 1.5, 'abc', true]) {
+        const reserved = await reservations();
+        const res = await failsUnchanged('POST', '/token/', { body: { id, userID, accessToken: newAccessToken() } }, 400);
+        expect(res.body.error).toBe('BAD_REQUEST');
+        expect(res.body.details).toEqual([{ field: 'id', message: expect.any(String) }]);
+        expect(await reservations()).toEqual(reserved);
+      }
+    });
+
+    test('id 0 or null means no id: the next one is used', async () => {
+      const userID = await makeUser();
+      for (const id of [0, null]) {
+        const created = expectCreated(await call('POST', '/token/', { body: { id, userID, accessToken: newAccessToken() } }), '/token/');
+        expect((await getToken(created)).userID).toBe(userID);
+      }
+    });
   });
 
   test('accepts an offset in expireAt and answers it in UTC with milliseconds', async () => {
@@ -283,7 +393,7 @@ describe('POST /token/', () => {
     expect(unknown.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
 
     const userID = await makeUser('Departed');
-    expect((await call('DELETE', `/user/${userID}`)).status).toBe(204);
+    expectOne(await call('DELETE', `/user/${userID}`));
     const deleted = await failsUnchanged('POST', '/token/', { body: { userID, accessToken: newAccessToken() } }, 400);
     expect(deleted.body.error).toBe('BAD_REQUEST');
     expect(deleted.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
@@ -299,7 +409,8 @@ describe('POST /token/', () => {
         svc.request('DELETE', `/user/${userID}`),
       ]);
       expect([201, 400]).toContain(created.status);
-      expect(deleted.status).toBe(204);
+      if (created.status === 201) expect(created.headers.get('location')).toBe(`/token/${created.body}`);
+      expect({ status: deleted.status, body: deleted.body }).toEqual({ status: 200, body: 1 });
     }
     const orphans = await svc.sql(
       'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
@@ -319,7 +430,9 @@ describe('POST /token/', () => {
       ]);
       expect([200, 400, 404]).toContain(put.status);
       expect([200, 400, 404]).toContain(patch.status);
-      expect(del.status).toBe(204);
+      if (put.status === 200) expect(put.body).toBe(1);
+      if (patch.status === 200) expect(patch.body).toBe(1);
+      expect({ status: del.status, body: del.body }).toEqual({ status: 200, body: 1 });
     }
     const orphans = await svc.sql(
       'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
@@ -335,27 +448,33 @@ describe('POST /token/', () => {
     expect(dup.body.details).toEqual([{ field: 'accessToken', message: expect.any(String) }]);
     expect(dup.text).not.toContain(first.accessToken);
 
-    expect((await call('DELETE', `/token/${first.id}`)).status).toBe(204);
-    const reused = await call('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } });
-    expect(reused.status).toBe(201);
-    expect(reused.body.id).not.toBe(first.id);
+    expectOne(await call('DELETE', `/token/${first.id}`));
+    const reusedId = expectCreated(await call('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } }), '/token/');
+    expect(reusedId).not.toBe(first.id);
     const rows = await svc.sql<{ id: string; deleted: boolean }>(
       'select id, deleted_at is not null as deleted from tokens where access_token = ? order by id',
       [first.accessToken],
     );
     expect(rows).toEqual([
       { id: String(first.id), deleted: true },
-      { id: String(reused.body.id), deleted: false },
+      { id: String(reusedId), deleted: false },
     ]);
     // The reused value now authenticates as the new token: its empty scope gives a 403, not a 401.
-    const viewer = await call('GET', `/token/${reused.body.id}`, { token: first.accessToken });
+    const viewer = await call('GET', `/token/${reusedId}`, { token: first.accessToken });
     expect(viewer.status).toBe(403);
   });
 });
 
 describe('GET /token/{id}', () => {
   test('returns the record; unknown id 404; malformed id 400', async () => {
-    const created = await makeToken({ scope: 'openid' });
+    // The record as the create answered it (Prefer), to compare the read with.
+    const created = (
+      await call('POST', '/token/', {
+        body: { userID: await makeUser(), accessToken: newAccessToken(), scope: 'openid' },
+        headers: { Prefer: 'return=representation' },
+      })
+    ).body;
+    expect(created).toMatchObject({ id: expect.any(Number), scope: 'openid', version: '1' });
     const res = await call('GET', `/token/${created.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created);
@@ -370,59 +489,173 @@ describe('GET /token/{id}', () => {
   });
 });
 
+/** A list answer (SPEC §4): 200, a bare array, `X-Total-Count`, and the `Link` header. */
+function listOf(res: Reply): { status: number; total: string | null; link: string | null; data: unknown } {
+  return { status: res.status, total: res.headers.get('x-total-count'), link: res.headers.get('link'), data: res.body };
+}
+
+/** The `Link` header of a list at `path` whose query is `query` with `page` set to each page. */
+function links(path: string, query: (page: number) => string, rels: [string, number][]): string {
+  return rels.map(([rel, page]) => `<${path}?${query(page)}>; rel="${rel}"`).join(', ');
+}
+
 describe('GET /token/', () => {
-  test('answers the list envelope, with filter, orderBy, page and pageSize', async () => {
+  test('answers a bare array with X-Total-Count and Link, with filter, orderBy, page and pageSize', async () => {
     const userID = await makeUser('Lister');
     const tokens = [];
     for (const scope of ['a', 'b', 'c']) tokens.push(await makeToken({ userID, scope }));
     const filter = q({ userID });
 
     const all = await call('GET', `/token/?filter=${filter}`);
-    expect(all.status).toBe(200);
-    expect(all.body).toEqual({ total: 3, page: 1, pageSize: 20, data: tokens });
+    expect(listOf(all)).toEqual({
+      status: 200,
+      total: '3',
+      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['last', 1]]),
+      data: tokens,
+    });
+
+    const first = await call('GET', `/token/?filter=${filter}&orderBy=-id&page=1&pageSize=2`);
+    expect(listOf(first)).toEqual({
+      status: 200,
+      total: '3',
+      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [['first', 1], ['next', 2], ['last', 2]]),
+      data: [tokens[2], tokens[1]],
+    });
 
     const page = await call('GET', `/token/?filter=${filter}&orderBy=-id&page=2&pageSize=2`);
-    expect(page.body).toEqual({ total: 3, page: 2, pageSize: 2, data: [tokens[0]] });
+    expect(listOf(page)).toEqual({
+      status: 200,
+      total: '3',
+      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [['first', 1], ['prev', 1], ['last', 2]]),
+      data: [tokens[0]],
+    });
 
+    // A page past the end: [] with the true total; prev points at the last page there is.
     const none = await call('GET', `/token/?filter=${filter}&page=5&pageSize=2`);
-    expect(none.body).toEqual({ total: 3, page: 5, pageSize: 2, data: [] });
+    expect(listOf(none)).toEqual({
+      status: 200,
+      total: '3',
+      link: links('/token/', (n) => `filter=${filter}&page=${n}&pageSize=2`, [['first', 1], ['prev', 2], ['last', 2]]),
+      data: [],
+    });
 
-    const noSlash = await call('GET', `/token?filter=${q({ userID, scope: 'b' })}`);
-    expect(noSlash.body).toEqual({ total: 1, page: 1, pageSize: 20, data: [tokens[1]] });
+    const bFilter = q({ userID, scope: 'b' });
+    const noSlash = await call('GET', `/token?filter=${bFilter}`);
+    expect(listOf(noSlash)).toEqual({
+      status: 200,
+      total: '1',
+      link: links('/token', (n) => `filter=${bFilter}&page=${n}`, [['first', 1], ['last', 1]]),
+      data: [tokens[1]],
+    });
 
+    // Empty parameters are the defaults: page 1 of 20, ordered by id.
     const empty = await call('GET', `/token/?filter=&orderBy=&page=&pageSize=`);
     expect(empty.status).toBe(200);
-    expect(empty.body).toMatchObject({ page: 1, pageSize: 20 });
-    expect(empty.body.total).toBeGreaterThanOrEqual(4);
+    const total = Number(empty.headers.get('x-total-count'));
+    expect(total).toBeGreaterThanOrEqual(4);
+    expect(empty.body).toHaveLength(Math.min(total, 20));
+    const ids = (empty.body as { id: number }[]).map((t) => t.id);
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(empty.headers.get('link')).toMatch(/^<\/token\/\?filter=&orderBy=&page=1&pageSize=>; rel="first"/);
+    expect(await call('GET', '/token/')).toMatchObject({ status: 200, body: empty.body });
+  });
+
+  test('the expression form of filter, and field names in any case', async () => {
+    const userID = await makeUser('Expressions');
+    const a = await makeToken({ userID, scope: 'openid', tokenType: 'Bearer' });
+    const b = await makeToken({ userID, scope: 'profile', tokenType: 'Bearer' });
+    const c = await makeToken({ userID, scope: "it's", tokenType: 'MAC' });
+    const ids = (res: Reply) => {
+      expect(res.status).toBe(200);
+      return (res.body as { id: number }[]).map((t) => t.id);
+    };
+    const expr = (text: string) => `/token/?filter=${encodeURIComponent(text)}`;
+    expect(ids(await call('GET', expr(`userID eq ${userID} and tokenType eq 'Bearer'`)))).toEqual([a.id, b.id]);
+    expect(ids(await call('GET', expr(`USERID EQ ${userID} AND NOT (scope eq openid or Scope eq "profile")`)))).toEqual([c.id]);
+    expect(ids(await call('GET', expr(`userid eq ${userID} and scope eq 'it''s'`)))).toEqual([c.id]);
+    expect(ids(await call('GET', expr(`userID eq ${userID} and codeChallenge eq null`)))).toEqual([a.id, b.id, c.id]);
+    expect(ids(await call('GET', `/token/?filter=${q({ UserID: userID, TOKENTYPE: 'MAC' })}`))).toEqual([c.id]);
+    expect(ids(await call('GET', `${expr(`userID eq ${userID}`)}&orderBy=${encodeURIComponent('TokenType DESC, Scope')}`))).toEqual([c.id, a.id, b.id]);
+    expect(ids(await call('GET', `${expr(`userID eq ${userID}`)}&orderBy=-SCOPE`))).toEqual([b.id, a.id, c.id]);
+    const total = await call('GET', expr(`userID eq ${userID} and tokenType ne 'MAC'`));
+    expect(total.headers.get('x-total-count')).toBe('2');
+    // An expression that does not parse, or names an unknown field, is a 400 naming filter.
+    for (const bad of [`userID eq`, `userID eq ${userID} and`, `(userID eq ${userID}`, `userID like 'x'`, `password eq 'x'`]) {
+      const res = await call('GET', expr(bad));
+      expect({ bad, status: res.status, field: res.body?.details?.[0]?.field })
+        .toEqual({ bad, status: 400, field: expect.stringMatching(/^filter\b/) });
+    }
   });
 
   test('filters on version (a string on the wire) and client', async () => {
     const userID = await makeUser('Versions');
     const a = await makeToken({ userID }, { headers: { 'X-Client': 'versions-client' } });
     const b = await makeToken({ userID }, { headers: { 'X-Client': 'versions-client' } });
-    expect((await call('PATCH', `/token/${b.id}`, { body: { scope: 'x' } })).body.version).toBe('2');
+    expectOne(await call('PATCH', `/token/${b.id}`, { body: { scope: 'x' } }));
+    expect((await getToken(b.id)).version).toBe('2');
+    const idsOf = (res: Reply) => (res.body as { id: number }[]).map((t) => t.id);
     const v2 = await call('GET', `/token/?filter=${q({ userID, version: '2' })}`);
-    expect(v2.body.data.map((t: { id: number }) => t.id)).toEqual([b.id]);
+    expect(idsOf(v2)).toEqual([b.id]);
     const leadingZero = await call('GET', `/token/?filter=${q({ userID, version: '02' })}`);
-    expect(leadingZero.body.data.map((t: { id: number }) => t.id)).toEqual([b.id]);
+    expect(idsOf(leadingZero)).toEqual([b.id]);
     const byClient = await call('GET', `/token/?filter=${q({ client: 'versions-client' })}`);
-    expect(byClient.body.data.map((t: { id: number }) => t.id)).toEqual([a.id, b.id]);
+    expect(idsOf(byClient)).toEqual([a.id, b.id]);
+    expect(byClient.headers.get('x-total-count')).toBe('2');
   });
 
   test('leaves deleted tokens out', async () => {
     const userID = await makeUser('Lister2');
     const keep = await makeToken({ userID });
     const gone = await makeToken({ userID });
-    expect((await call('DELETE', `/token/${gone.id}`)).status).toBe(204);
-    const list = await call('GET', `/token/?filter=${q({ userID })}`);
-    expect(list.body).toEqual({ total: 1, page: 1, pageSize: 20, data: [keep] });
+    expectOne(await call('DELETE', `/token/${gone.id}`));
+    const filter = q({ userID });
+    const list = await call('GET', `/token/?filter=${filter}`);
+    expect(listOf(list)).toEqual({
+      status: 200,
+      total: '1',
+      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['last', 1]]),
+      data: [keep],
+    });
   });
 
-  test('bad list parameters are a 400', async () => {
+  test('bad list parameters are a 400; page and pageSize out of range are clamped (SPEC §5)', async () => {
     expect((await call('GET', `/token/?filter=${q({ password: 'x' })}`)).status).toBe(400);
     expect((await call('GET', '/token/?orderBy=rememberToken')).status).toBe(400);
-    expect((await call('GET', '/token/?pageSize=1001')).status).toBe(400);
-    expect((await call('GET', '/token/?page=0')).status).toBe(400);
+    for (const bad of ['pageSize=1.5', 'pageSize=ten', 'page=abc', 'page=2.5', 'page=1&page=2']) {
+      const res = await call('GET', `/token/?${bad}`);
+      expect({ bad, status: res.status, field: res.body?.details?.[0]?.field }).toEqual({ bad, status: 400, field: bad.split('=')[0] });
+    }
+
+    // 1001 tokens of one user (written directly: 1001 creates through the API would only be slower).
+    const userID = await makeUser('Many');
+    await svc.sql(
+      "insert into tokens (user_id, access_token) select ?, 'bulk-' || ? || '-' || g from generate_series(1, 1001) g",
+      [userID, userID],
+    );
+    const filter = q({ userID });
+    const list = async (params: string) => {
+      const res = await call('GET', `/token/?filter=${filter}${params}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-total-count')).toBe('1001');
+      return (res.body as { id: number }[]).map((t) => t.id);
+    };
+    const firstTwenty = await list('');
+    expect(firstTwenty).toHaveLength(20);
+    // Below 1: the defaults (page 1, pageSize 20).
+    expect(await list('&page=0')).toEqual(firstTwenty);
+    expect(await list('&page=-3')).toEqual(firstTwenty);
+    expect(await list('&pageSize=0')).toEqual(firstTwenty);
+    expect(await list('&pageSize=-5&page=2')).toEqual(await list('&page=2&pageSize=20'));
+    const page0 = await call('GET', `/token/?filter=${filter}&page=0`);
+    expect(page0.headers.get('link')).toBe(
+      links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['next', 2], ['last', 51]]),
+    );
+    // Above 1000: 1000.
+    const thousand = await list('&pageSize=1000');
+    expect(thousand).toHaveLength(1000);
+    expect(await list('&pageSize=1001')).toEqual(thousand);
+    expect(await list('&pageSize=999999')).toEqual(thousand);
+    expect(await list('&pageSize=1001&page=2')).toHaveLength(1);
   });
 });
 
@@ -430,48 +663,65 @@ describe('apply token id, then PUT', () => {
   test('reserves an id; PUT creates it (201 + Location), a repeated PUT updates it (200)', async () => {
     const applied = await call('POST', '/apply/token/id/');
     expect(applied.status).toBe(201);
-    expect(applied.body).toEqual({ id: expect.any(Number) });
-    const id = applied.body.id;
+    expect(typeof applied.body).toBe('number');
+    expect(Number.isSafeInteger(applied.body) && applied.body > 0).toBe(true);
+    expect(applied.text).toBe(String(applied.body));
+    const id: number = applied.body;
     expect((await call('GET', `/token/${id}`)).status).toBe(404);
     expect(await reservations()).toContainEqual({ id: String(id) });
 
     const userID = await makeUser();
     const body = { userID, accessToken: newAccessToken(), scope: 'openid' };
     const first = await call('PUT', `/token/${id}`, { body, headers: { 'X-Client': 'retrying-client' } });
-    expect(first.status).toBe(201);
-    expect(first.headers.get('location')).toBe(`/token/${id}`);
-    expect(first.body).toMatchObject({ id, ...body, client: 'retrying-client', version: '1', refreshToken: '', expireAt: null });
+    expect(expectCreated(first, '/token/')).toBe(id);
+    const created = await getToken(id);
+    expect(created).toMatchObject({ id, ...body, client: 'retrying-client', version: '1', refreshToken: '', expireAt: null });
     expect(await reservations()).not.toContainEqual({ id: String(id) });
 
     // The same PUT again (a client retrying): an ordinary update that changes nothing.
     const again = await call('PUT', `/token/${id}`, { body, headers: { 'X-Client': 'retrying-client' } });
-    expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expectOne(again);
+    expect(again.headers.get('location')).toBeNull();
+    expect(await getToken(id)).toEqual(created);
 
     const changed = await call('PUT', `/token/${id}`, { body: { ...body, scope: 'openid profile' } });
-    expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ id, scope: 'openid profile', version: '2', client: 'retrying-client' });
+    expectOne(changed);
+    expect(await getToken(id)).toMatchObject({ id, scope: 'openid profile', version: '2', client: 'retrying-client' });
     expect(await svc.sql('select count(*)::int as n from tokens where id = ?', [id])).toEqual([{ n: 1 }]);
   });
 
   test('the body of apply is optional and ignored; ids are never handed out twice', async () => {
-    const a = await call('POST', '/apply/token/id/', { body: { anything: [1, 2] } });
+    const a = await applyTokenId({ body: { anything: [1, 2] } });
     const created = await makeToken();
     const b = await call('POST', '/apply/token/id', { body: [1] });
-    expect(a.status).toBe(201);
     expect(b.status).toBe(201);
-    expect(created.id).toBeGreaterThan(a.body.id);
-    expect(b.body.id).toBeGreaterThan(created.id);
+    expect(created.id).toBeGreaterThan(a);
+    expect(b.body).toBeGreaterThan(created.id);
   });
 
   test('a PUT that fails on a reserved id keeps the reservation; a later PUT still creates', async () => {
-    const { id } = (await call('POST', '/apply/token/id/')).body;
+    const id = await applyTokenId();
     await failsUnchanged('PUT', `/token/${id}`, { body: { accessToken: newAccessToken() } }, 400);
     await failsUnchanged('PUT', `/token/${id}`, { body: { userID: 876543210, accessToken: newAccessToken() } }, 400);
     expect(await reservations()).toContainEqual({ id: String(id) });
     const userID = await makeUser();
     const res = await call('PUT', `/token/${id}`, { body: { userID, accessToken: newAccessToken() } });
+    expect(expectCreated(res, '/token/')).toBe(id);
+    expect((await getToken(id)).userID).toBe(userID);
+  });
+
+  test('with Prefer: return=representation the creating PUT answers the record', async () => {
+    const id = await applyTokenId();
+    const userID = await makeUser();
+    const res = await call('PUT', `/token/${id}`, {
+      body: { userID, accessToken: newAccessToken(), tokenType: 'Bearer' },
+      headers: { Prefer: 'return=representation' },
+    });
     expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/token/${id}`);
+    expect(res.headers.get('preference-applied')).toBe('return=representation');
+    expect(res.body).toMatchObject({ id, userID, tokenType: 'Bearer', version: '1' });
+    expect(await getToken(id)).toEqual(res.body);
   });
 
   test('PUT on an id that was never handed out is a 404 and creates nothing', async () => {
@@ -503,8 +753,10 @@ describe('PUT /token/{id}', () => {
       body: { userID: otherUser, accessToken, client: 'forged', version: '42', id: 1 },
       headers: { 'X-Client': 'updater' },
     });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    expectOne(res);
+    expect(res.headers.get('vary')).toMatch(/\bPrefer\b/);
+    const replaced = await getToken(created.id);
+    expect(replaced).toEqual({
       id: created.id,
       userID: otherUser,
       accessToken,
@@ -523,15 +775,19 @@ describe('PUT /token/{id}', () => {
       created.id,
     ]);
     expect(row).toEqual({ user_id: String(otherUser), refresh_token: '', code_challenge: null, expire_at: null, version: 2, client: 'creator' });
-    expect((await call('GET', `/token/${created.id}`)).body).toEqual(res.body);
+    expect(replaced.updatedAt >= created.updatedAt).toBe(true);
   });
 
   test('a PUT that changes nothing leaves version and updatedAt as they are', async () => {
     const created = await makeToken({ scope: 'openid', expireAt: '2031-01-01T01:00:00+01:00' });
     const body = { userID: created.userID, accessToken: created.accessToken, scope: 'openid', expireAt: '2031-01-01T00:00:00.000Z' };
-    const res = await call('PUT', `/token/${created.id}`, { body });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual(created);
+    // Still counted as matched: 1 (SPEC §4), and with Prefer the record as it was.
+    expectOne(await call('PUT', `/token/${created.id}`, { body }));
+    expect(await getToken(created.id)).toEqual(created);
+    const shown = await call('PUT', `/token/${created.id}`, { body, headers: { Prefer: 'return=representation' } });
+    expect(shown.status).toBe(200);
+    expect(shown.headers.get('preference-applied')).toBe('return=representation');
+    expect(shown.body).toEqual(created);
     const [row] = await svc.sql('select version from tokens where id = ?', [created.id]);
     expect(row).toEqual({ version: 1 });
   });
@@ -555,10 +811,13 @@ describe('PUT /token/{id}', () => {
 describe('PATCH /token/{id}', () => {
   test('without Attrs changes the fields present in the body and bumps version', async () => {
     const created = await makeToken({ scope: 'openid', tokenType: 'Bearer', refreshToken: 'r1' });
+    // With Prefer: return=representation, the patched record.
     const res = await call('PATCH', `/token/${created.id}`, {
       body: { scope: 'openid profile', codeChallenge: 'cc', client: 'forged', version: '9', password: 'p' },
+      headers: { Prefer: 'return=representation' },
     });
     expect(res.status).toBe(200);
+    expect(res.headers.get('preference-applied')).toBe('return=representation');
     expect(res.body).toEqual({
       ...created,
       scope: 'openid profile',
@@ -566,46 +825,98 @@ describe('PATCH /token/{id}', () => {
       version: '2',
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
+    expect(await getToken(created.id)).toEqual(res.body);
+    // By default, 1.
     const again = await call('PATCH', `/token/${created.id}`, { body: { expireAt: '2032-02-02T02:02:02+02:00' } });
-    expect(again.body).toMatchObject({ expireAt: '2032-02-02T00:02:02.000Z', version: '3', scope: 'openid profile', refreshToken: 'r1' });
+    expectOne(again);
+    expect(again.headers.get('preference-applied')).toBeNull();
+    expect(await getToken(created.id)).toMatchObject({
+      expireAt: '2032-02-02T00:02:02.000Z', version: '3', scope: 'openid profile', refreshToken: 'r1',
+    });
     const [row] = await svc.sql('select version, scope, client from tokens where id = ?', [created.id]);
     expect(row).toEqual({ version: 3, scope: 'openid profile', client: created.client });
   });
 
   test('a PATCH that changes nothing leaves version as it is', async () => {
     const created = await makeToken({ scope: 'openid' });
-    const same = await call('PATCH', `/token/${created.id}`, { body: { scope: 'openid' } });
-    expect(same.status).toBe(200);
-    expect(same.body).toEqual(created);
-    const empty = await call('PATCH', `/token/${created.id}`, { body: {} });
-    expect(empty.status).toBe(200);
-    expect(empty.body).toEqual(created);
+    expectOne(await call('PATCH', `/token/${created.id}`, { body: { scope: 'openid' } }));
+    expect(await getToken(created.id)).toEqual(created);
+    expectOne(await call('PATCH', `/token/${created.id}`, { body: {} }));
+    expect(await getToken(created.id)).toEqual(created);
     const [row] = await svc.sql('select version from tokens where id = ?', [created.id]);
     expect(row).toEqual({ version: 1 });
   });
 
-  test('with Attrs changes only the named fields (header name in any case)', async () => {
-    const created = await makeToken({ scope: 'openid', tokenType: 'Bearer', code: 'c1' });
+  test('with Attrs changes only the named fields (header name and field names in any case)', async () => {
+    const created = await makeToken({ scope: 'openid', tokenType: 'Bearer', code: 'c1', codeChallenge: 'cc' });
     const res = await call('PATCH', `/token/${created.id}`, {
       body: { tokenType: 'MAC', scope: 'ignored', code: 'ignored', codeChallenge: null },
       headers: { aTTrs: 'tokenType, codeChallenge' },
     });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ scope: 'openid', code: 'c1', tokenType: 'MAC', codeChallenge: null, version: '2' });
+    expectOne(res);
+    expect(await getToken(created.id)).toMatchObject({ scope: 'openid', code: 'c1', tokenType: 'MAC', codeChallenge: null, version: '2' });
     const [row] = await svc.sql('select scope, code, token_type from tokens where id = ?', [created.id]);
     expect(row).toEqual({ scope: 'openid', code: 'c1', token_type: 'MAC' });
+
+    // Names match the fields case-insensitively, spaces around them ignored.
+    expectOne(await call('PATCH', `/token/${created.id}`, {
+      body: { tokenType: 'DPoP', scope: 'ignored', code: 'c2' },
+      headers: { Attrs: '  TokenType ,CODE  ' },
+    }));
+    expect(await getToken(created.id)).toMatchObject({ scope: 'openid', code: 'c2', tokenType: 'DPoP', codeChallenge: null, version: '3' });
   });
 
-  test('Attrs naming a field the body lacks, or an unknown or non-writable name, is a 400 and changes nothing', async () => {
+  test('Attrs naming a field the body lacks writes its default ("", null)', async () => {
+    const created = await makeToken({ scope: 'openid', code: 'c1', codeChallenge: 'cc', refreshToken: 'r1', expireAt: '2031-01-01T00:00:00Z' });
+    const path = `/token/${created.id}`;
+    expectOne(await call('PATCH', path, { body: { scope: 'x' }, headers: { Attrs: 'scope,code,codeChallenge,expireAt' } }));
+    expect(await getToken(created.id)).toEqual({
+      ...created,
+      scope: 'x',
+      code: '',
+      codeChallenge: null,
+      expireAt: null,
+      version: '2',
+      updatedAt: expect.stringMatching(ISO_UTC_MS),
+    });
+    const [row] = await svc.sql('select scope, code, code_challenge, expire_at, refresh_token from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ scope: 'x', code: '', code_challenge: null, expire_at: null, refresh_token: 'r1' });
+  });
+
+  test('Attrs naming a field the body lacks whose default that field refuses (userID 0, accessToken "") is a 400 and changes nothing', async () => {
     const created = await makeToken({ scope: 'openid' });
     const path = `/token/${created.id}`;
-    const absent = await failsUnchanged('PATCH', path, { body: { scope: 'x' }, headers: { Attrs: 'scope,code' } }, 400);
-    expect(absent.body.details).toEqual([{ field: 'code', message: expect.any(String) }]);
-    for (const name of ['nonsense', 'client', 'version', 'id', 'password', 'rememberToken', 'createdAt']) {
+    for (const name of ['userID', 'accessToken']) {
+      const res = await failsUnchanged('PATCH', path, { body: { scope: 'x' }, headers: { Attrs: `scope,${name}` } }, 400);
+      expect(res.body.details).toEqual([{ field: name, message: expect.any(String) }]);
+    }
+    expect(await getToken(created.id)).toEqual(created);
+  });
+
+  test('Attrs: read-only names are skipped (in any case), unknown names are a 400 and change nothing', async () => {
+    const created = await makeToken({ scope: 'openid' }, { headers: { 'X-Client': 'original' } });
+    const path = `/token/${created.id}`;
+    for (const name of ['nonsense', 'scopes', 'deleted']) {
       const res = await failsUnchanged('PATCH', path, { body: { scope: 'x', [name]: 'y' }, headers: { Attrs: `scope,${name}` } }, 400);
       expect(res.body.error).toBe('BAD_REQUEST');
       expect(res.body.details).toEqual([{ field: 'Attrs', message: expect.stringContaining(name) }]);
     }
+    const readOnly = ['client', 'version', 'id', 'password', 'rememberToken', 'createdAt', 'UpdatedAt', 'ID'];
+    for (const name of readOnly) {
+      const scope = `scope-${name}`;
+      expectOne(await call('PATCH', path, {
+        body: { scope, [name]: name === 'id' || name === 'ID' ? 1 : '2000-01-01T00:00:00Z' },
+        headers: { Attrs: `scope, ${name}` },
+      }));
+      const record = await getToken(created.id);
+      expect(record).toMatchObject({ id: created.id, scope, client: 'original', createdAt: created.createdAt });
+      expect(record.updatedAt).not.toBe('2000-01-01T00:00:00.000Z');
+    }
+    expect((await getToken(created.id)).version).toBe(String(1 + readOnly.length));
+    // Only read-only names: nothing is written, still 1.
+    const before = await tokensTable();
+    expectOne(await call('PATCH', path, { body: { scope: 'never', client: 'forged' }, headers: { Attrs: 'client,version' } }));
+    expect(await tokensTable()).toEqual(before);
   });
 
   test('invalid values, unknown users and duplicates fail and change nothing', async () => {
@@ -628,7 +939,7 @@ describe('PATCH /token/{id}', () => {
       expect(res.body.details).toEqual([{ field, message: expect.any(String) }]);
     }
     const deletedUser = await makeUser('Gone');
-    await call('DELETE', `/user/${deletedUser}`);
+    expectOne(await call('DELETE', `/user/${deletedUser}`));
     const toDeleted = await failsUnchanged('PATCH', path, { body: { userID: deletedUser } }, 400);
     expect(toDeleted.body.details).toEqual([{ field: 'userID', message: expect.any(String) }]);
     const dup = await failsUnchanged('PATCH', path, { body: { accessToken: other.accessToken } }, 409);
@@ -638,11 +949,11 @@ describe('PATCH /token/{id}', () => {
 });
 
 describe('DELETE /token/{id}', () => {
-  test('soft-deletes: 204, gone from reads, row kept with deleted_at, second delete 404', async () => {
+  test('soft-deletes: 200 and 1, gone from reads, row kept with deleted_at, second delete 404', async () => {
     const created = await makeToken();
     const res = await call('DELETE', `/token/${created.id}`);
-    expect(res.status).toBe(204);
-    expect(res.text).toBe('');
+    expectOne(res);
+    expect(res.body).toBe(1);
     const [row] = await svc.sql<{ deleted: boolean; access_token: string }>(
       'select deleted_at is not null as deleted, access_token from tokens where id = ?',
       [created.id],
@@ -655,10 +966,16 @@ describe('DELETE /token/{id}', () => {
     await failsUnchanged('DELETE', '/token/987654321', {}, 404);
   });
 
+  test('Prefer: return=representation does not change what a delete answers', async () => {
+    const created = await makeToken();
+    expectOne(await call('DELETE', `/token/${created.id}`, { headers: { Prefer: 'return=representation' } }));
+    expect((await call('GET', `/token/${created.id}`)).status).toBe(404);
+  });
+
   test('a deleted token stops authenticating on the very next request', async () => {
     const caller = await callerWith('token:read');
     expect((await call('GET', `/token/${caller.id}`, { token: caller.token })).status).toBe(200);
-    expect((await call('DELETE', `/token/${caller.id}`)).status).toBe(204);
+    expectOne(await call('DELETE', `/token/${caller.id}`));
     const res = await call('GET', `/token/${caller.id}`, { token: caller.token });
     expect(res.status).toBe(401);
     expect(res.body).toMatchObject({ code: 401, error: 'UNAUTHORIZED' });
@@ -667,7 +984,7 @@ describe('DELETE /token/{id}', () => {
 
   test('a token can delete itself, and is refused on the next request', async () => {
     const caller = await callerWith('token:write');
-    expect((await call('DELETE', `/token/${caller.id}`, { token: caller.token })).status).toBe(204);
+    expectOne(await call('DELETE', `/token/${caller.id}`, { token: caller.token }));
     expect((await call('POST', '/apply/token/id/', { token: caller.token })).status).toBe(401);
   });
 });
@@ -688,8 +1005,8 @@ describe('expiry', () => {
   test('setting expireAt in the past takes effect on the next request', async () => {
     const caller = await callerWith('token:read');
     expect((await call('GET', '/token/', { token: caller.token })).status).toBe(200);
-    const patched = await call('PATCH', `/token/${caller.id}`, { body: { expireAt: '2000-01-01T00:00:00+00:00' } });
-    expect(patched.body.expireAt).toBe('2000-01-01T00:00:00.000Z');
+    expectOne(await call('PATCH', `/token/${caller.id}`, { body: { expireAt: '2000-01-01T00:00:00+00:00' } }));
+    expect((await getToken(caller.id)).expireAt).toBe('2000-01-01T00:00:00.000Z');
     const res = await call('GET', '/token/', { token: caller.token });
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
@@ -733,8 +1050,7 @@ describe('permissions', () => {
       async (scope) => {
         const caller = await callerWith('token:write token:read');
         const res = await call('POST', '/token/', { token: caller.token, body: { userID: caller.userID, accessToken: newAccessToken(), scope } });
-        expect(res.status).toBe(201);
-        expect(res.body.scope).toBe(scope);
+        expect((await getToken(expectCreated(res, '/token/'))).scope).toBe(scope);
       },
     );
 
@@ -761,25 +1077,24 @@ describe('permissions', () => {
       await failsUnchanged('PUT', path, { token: caller.token, body: { userID: caller.userID, accessToken: target.accessToken, scope: 'user:write' } }, 403);
       // Its own token, too: token:write is no way to raise one's own rights.
       await failsUnchanged('PATCH', `/token/${caller.id}`, { token: caller.token, body: { scope: '*' } }, 403);
-      const { id } = (await call('POST', '/apply/token/id/', { token: caller.token })).body;
+      const id = await applyTokenId({ token: caller.token });
       await failsUnchanged('PUT', `/token/${id}`, { token: caller.token, body: { userID: caller.userID, accessToken: newAccessToken(), scope: '*' } }, 403);
       expect(await reservations()).toContainEqual({ id: String(id) });
 
-      const lowered = await call('PATCH', path, { token: caller.token, body: { scope: 'openid token:read' } });
-      expect(lowered.status).toBe(200);
-      expect(lowered.body.scope).toBe('openid token:read');
+      expectOne(await call('PATCH', path, { token: caller.token, body: { scope: 'openid token:read' } }));
+      expect((await getToken(target.id)).scope).toBe('openid token:read');
     });
 
     test('wildcards: "token:*" may grant token:* and token:read but not user:read; "*" may grant anything', async () => {
       const wild = await callerWith('token:*');
       for (const scope of ['token:*', 'token:read token:write']) {
         const res = await call('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope } });
-        expect(res.status).toBe(201);
+        expect((await getToken(expectCreated(res, '/token/'))).scope).toBe(scope);
       }
       await failsUnchanged('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope: 'user:read' } }, 403);
       await failsUnchanged('POST', '/token/', { token: wild.token, body: { userID: wild.userID, accessToken: newAccessToken(), scope: '*' } }, 403);
       const admin = await call('POST', '/token/', { body: { userID: wild.userID, accessToken: newAccessToken(), scope: '* user:write role:*' } });
-      expect(admin.status).toBe(201);
+      expect((await getToken(expectCreated(admin, '/token/'))).scope).toBe('* user:write role:*');
     });
   });
 });
@@ -814,8 +1129,9 @@ describe('tokens stronger than the caller', () => {
   test('a token:write caller can still manage tokens within its own rights', async () => {
     const manager = await callerWith('token:read token:write');
     const narrow = await makeToken({ scope: 'token:read openid' });
-    const patched = await call('PATCH', `/token/${narrow.id}`, { token: manager.token, body: { scope: 'token:write' } });
-    expect(patched.status).toBe(200);
-    expect((await call('DELETE', `/token/${narrow.id}`, { token: manager.token })).status).toBe(204);
+    expectOne(await call('PATCH', `/token/${narrow.id}`, { token: manager.token, body: { scope: 'token:write' } }));
+    expect((await getToken(narrow.id)).scope).toBe('token:write');
+    expectOne(await call('DELETE', `/token/${narrow.id}`, { token: manager.token }));
+    expect((await call('GET', `/token/${narrow.id}`)).status).toBe(404);
   });
 });
