@@ -25,7 +25,15 @@ export type QueryListener = (sql: string) => void;
  */
 export function ormOptions(
   clientUrl: string,
-  options: { poolSize?: number; onQuery?: QueryListener; embedded?: boolean; lockTimeoutMs?: number; statementTimeoutMs?: number } = {},
+  options: {
+    poolSize?: number;
+    onQuery?: QueryListener;
+    embedded?: boolean;
+    lockTimeoutMs?: number;
+    statementTimeoutMs?: number;
+    /** Receives the connection pool once it exists (its counts feed /metrics). */
+    onPool?: (pool: pg.Pool) => void;
+  } = {},
 ): Options {
   const { poolSize = 10, onQuery, embedded = false, lockTimeoutMs = 0, statementTimeoutMs = 0 } = options;
   return defineConfig({
@@ -50,6 +58,7 @@ export function ormOptions(
       connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
       onPoolCreated: (pool: pg.Pool) => {
         releaseClientsThatLoseTheirConnection(pool);
+        options.onPool?.(pool);
         // The embedded database gets its values escaped into the text (above): nothing to name.
         if (!embedded) nameReadStatements(pool);
       },

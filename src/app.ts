@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
+import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
@@ -17,7 +18,7 @@ import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'basePath' | 'corsOrigins'>;
+  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics'>;
   db: Database;
   services: Services;
   log: Logger;
@@ -29,6 +30,8 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   app.use(requestId);
+  const metrics = config.metrics ? createMetrics(db) : null;
+  if (metrics) app.use(metrics.middleware);
   if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
   app.use(accessLog(log));
   app.use(errorHandler(log));
@@ -43,6 +46,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
     if (!(await db.ready())) throw new AppError('UNAVAILABLE', 'the database is unreachable or not migrated');
     ctx.body = { status: 'ready' };
   });
+  if (metrics) health.get('/metrics', metrics.endpoint);
   app.use(health.routes());
   app.use(health.allowedMethods());
 

@@ -20,10 +20,14 @@ export interface Config {
   /** Introspection and Apollo Sandbox on GET /graphql: on outside production, else GRAPHQL_INTROSPECTION=true. */
   graphqlIntrospection: boolean;
   logLevel: LogLevel;
+  /** LOG_FORMAT: one JSON line per event (json, the default), or coloured lines for a terminal (pretty). */
+  logFormat: 'json' | 'pretty';
   /** How long a graceful stop waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number;
   /** Origins a browser app may call from (CORS_ORIGINS): a list, `*` for any, or null for no CORS at all. */
   corsOrigins: readonly string[] | '*' | null;
+  /** GET /metrics in Prometheus format (METRICS, on unless false). */
+  metrics: boolean;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -48,6 +52,13 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function logFormat(raw: string | undefined): Config['logFormat'] {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '' || value === 'json') return 'json';
+  if (value === 'pretty') return 'pretty';
+  throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${raw}"`);
 }
 
 /** CORS_ORIGINS: `*`, or comma-separated origins (`https://app.example.com, http://localhost:5173`). */
@@ -94,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 4000, 0, 65535),
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
+    metrics: flag(env, 'METRICS', true),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
@@ -103,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production: env.NODE_ENV === 'production',
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
     logLevel,
+    logFormat: logFormat(env.LOG_FORMAT),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
   };
 }

@@ -5,7 +5,7 @@ import { createLogger } from './shared/log.js';
 /** `npm start`: run the service until SIGTERM or SIGINT, then stop gracefully and exit 0. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   const service = await startService(config, log);
   if (service.firstToken) {
     // Printed once, on stdout, and never logged: it is the only way in on a new database.
@@ -20,9 +20,13 @@ async function main(): Promise<void> {
     signalled = true;
     log.info('stopping', { signal });
     service.stop().then(
-      () => process.exit(0),
+      () => {
+        log.flush();
+        process.exit(0);
+      },
       (err) => {
         log.error('stop failed', { error: (err as Error).name, message: (err as Error).message });
+        log.flush();
         process.exit(1);
       },
     );

@@ -1,4 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 import { ormOptions, type QueryListener } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
@@ -12,6 +13,8 @@ export interface Database {
   /** True when the database answers and no migration is pending. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
+  /** The connection pool's counts (null before its first connection). */
+  poolStats(): { size: number; idle: number; waiting: number; max: number } | null;
 }
 
 /**
@@ -29,6 +32,7 @@ export async function openDatabase(
     url = embedded.url;
   }
   let orm: MikroORM;
+  let pool: pg.Pool | undefined;
   try {
     orm = await MikroORM.init(
       ormOptions(url, {
@@ -37,6 +41,9 @@ export async function openDatabase(
         embedded: embedded !== undefined,
         lockTimeoutMs: config.lockTimeoutMs,
         statementTimeoutMs: config.statementTimeoutMs,
+        onPool: (created) => {
+          pool = created;
+        },
       }),
     );
   } catch (err) {
@@ -50,6 +57,7 @@ export async function openDatabase(
       const done = await orm.migrator.up();
       return done.map((m) => m.name);
     },
+    poolStats: () => (pool ? { size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize } : null),
     async ready() {
       try {
         return (await orm.migrator.getPending()).length === 0;

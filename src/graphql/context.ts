@@ -14,6 +14,8 @@ export interface GraphQLContext {
   requestId: string;
   services: Services;
   loaders: Loaders;
+  /** The HTTP request's state, where the operation's name and type are noted for the request log. */
+  http?: { graphql?: { name: string | null; type: string } };
 }
 
 /** The caller; the HTTP layer lets a request without one through only for introspection. */

@@ -13,7 +13,8 @@ export function operationPlugin(): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ operation, request, document }) {
+        async didResolveOperation({ operation, request, document, contextValue }) {
+          if (operation && contextValue.http) contextValue.http.graphql = { name: operation.name?.value ?? null, type: operation.operation };
           if (!operation) {
             const named = typeof request.operationName === 'string';
             const count = document.definitions.filter((d) => d.kind === 'OperationDefinition').length;

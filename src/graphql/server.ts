@@ -165,7 +165,8 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
   const serveApollo = koaMiddleware(apollo, {
     context: async ({ ctx }): Promise<GraphQLContext> => {
       const caller = callers.get(ctx) ?? null;
-      return { caller, requestId: (ctx.state as AppState).requestId, services, loaders: new Loaders(services, caller) };
+      const state = ctx.state as AppState;
+      return { caller, requestId: state.requestId, services, loaders: new Loaders(services, caller), http: state };
     },
   }) as unknown as Middleware<AppState>;
 

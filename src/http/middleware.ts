@@ -17,19 +17,29 @@ export async function requestId(ctx: AppContext, next: Next): Promise<void> {
   await next();
 }
 
-/** One line per request: method, path without the query string (filters may hold tokens), status, time. */
+/** The route template a request matched (`/user/:id`), or null (an unknown path). */
+export const routeOf = (ctx: AppContext): string | null => (ctx as { _matchedRoute?: string })._matchedRoute ?? null;
+
+/**
+ * One line per request: method, route template (the path itself only when no route matched;
+ * never the query string: filters may hold token values), status, time, and for /graphql the
+ * operation's name and type.
+ */
 export function accessLog(log: Logger) {
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
+      const route = routeOf(ctx);
+      const operation = ctx.state.graphql;
       log.info('request', {
         requestId: ctx.state.requestId,
         method: ctx.method,
-        path: ctx.path,
+        ...(route ? { route } : { path: ctx.path }),
         status: ctx.status,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        ...(operation ? { operationName: operation.name, operationType: operation.type } : {}),
       });
     }
   };

@@ -1,22 +1,57 @@
+import pino, { type DestinationStream } from 'pino';
+import pretty from 'pino-pretty';
 import type { LogLevel } from '../config.js';
 
 /**
- * A one-line-JSON logger. Callers pass only what is safe to print: never request bodies, query
- * strings (filters may carry token values) or Authorization headers.
+ * The service log: pino, one JSON line per event (`{"level":"info","time":"…","msg":…, …}`), or
+ * pino-pretty's coloured lines with LOG_FORMAT=pretty. Written asynchronously (pino's sonic-boom
+ * batches what arrives while a write is under way), so a request never waits on a log write.
+ * Callers pass only what is safe to print: never request bodies, query strings (filters may carry
+ * token values) or Authorization headers.
  */
-const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
-
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Writes what is buffered (before the process exits). */
+  flush(): void;
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l + '\n')): Logger {
-  const emit = (at: Exclude<LogLevel, 'silent'>) => (msg: string, fields?: Record<string, unknown>) => {
-    if (ORDER[at] < ORDER[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields }));
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * A logger at `level`. `write` receives each line instead of stderr (tests keep them to check what
+ * is never logged); `format: 'pretty'` is for people at a terminal.
+ */
+export function createLogger(level: LogLevel, write?: (line: string) => void, format: LogFormat = 'json'): Logger {
+  let destination: DestinationStream;
+  if (write) destination = { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) };
+  else if (format === 'pretty') destination = pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  else destination = pino.destination({ dest: 2, sync: false });
+  const logger = pino(
+    {
+      level,
+      base: undefined, // no pid and hostname on every line
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+  const at = (method: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) =>
+    fields ? logger[method](fields, msg) : logger[method](msg);
+  return {
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    flush: () => {
+      const stream = destination as { flushSync?: () => void };
+      try {
+        stream.flushSync?.();
+      } catch {
+        // nothing buffered, or stderr already closed
+      }
+    },
   };
-  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }

@@ -1,0 +1,72 @@
+import type { Middleware } from 'koa';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/database.js';
+import type { AppState } from '../http/context.js';
+import { routeOf } from '../http/middleware.js';
+
+/**
+ * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
+ * with their latency; GraphQL operations by name and type; the database pool; and prom-client's
+ * process metrics. Labels are templates, never paths or values: an unknown path is `unmatched`,
+ * so a scan of random URLs cannot grow the series.
+ */
+export interface Metrics {
+  /** Observes every request; goes first among the middleware that answers. */
+  middleware: Middleware<AppState>;
+  /** GET /metrics (no token). */
+  endpoint: Middleware<AppState>;
+}
+
+export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from a request arriving to its answer being ready',
+    labelNames,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const operations = new Counter({
+    name: 'graphql_operations_total',
+    help: 'GraphQL operations run, by operation name ("" when anonymous) and type',
+    labelNames: ['name', 'type'] as const,
+    registers: [registry],
+  });
+  const pool = (name: string, help: string, read: (stats: NonNullable<ReturnType<Database['poolStats']>>) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const stats = db.poolStats();
+        this.set(stats ? read(stats) : 0);
+      },
+    });
+  pool('db_pool_connections', 'Open database connections', (s) => s.size);
+  pool('db_pool_connections_idle', 'Open database connections not in use', (s) => s.idle);
+  pool('db_pool_connections_used', 'Database connections in use by a request', (s) => s.size - s.idle);
+  pool('db_pool_waiting', 'Requests waiting for a database connection', (s) => s.waiting);
+  pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
+
+  return {
+    middleware: async function observe(ctx, next) {
+      const end = duration.startTimer();
+      try {
+        await next();
+      } finally {
+        const labels = { method: ctx.method, route: ctx.path === '/graphql' ? '/graphql' : (routeOf(ctx) ?? 'unmatched'), status: String(ctx.status) };
+        end(labels);
+        requests.inc(labels);
+        const operation = ctx.state.graphql;
+        if (operation) operations.inc({ name: operation.name ?? '', type: operation.type });
+      }
+    },
+    endpoint: async function metricsEndpoint(ctx) {
+      ctx.set('Content-Type', registry.contentType);
+      ctx.body = await registry.metrics();
+    },
+  };
+}
