@@ -573,29 +573,28 @@ describe('limits', () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  test('CSRF prevention: a GET without a preflight header is rejected, with apollo-require-preflight accepted', async () => {
+  test('a GET query works from any client, with or without apollo-require-preflight (bearer auth: no CSRF to guard)', async () => {
     const path = `/graphql?query=${encodeURIComponent('{ __typename }')}`;
     const auth = { Authorization: `Bearer ${svc.adminToken}` };
     const plain = await get(path, auth);
-    expect(plain.status).toBe(400);
-    expect(plain.text).not.toContain('"__typename":"Query"');
+    expect(plain.status).toBe(200);
+    expect(plain.body).toEqual({ data: { __typename: 'Query' } });
 
     const preflighted = await get(path, { ...auth, 'apollo-require-preflight': 'true' });
     expect(preflighted.status).toBe(200);
     expect(preflighted.body).toEqual({ data: { __typename: 'Query' } });
 
-    const viewer = await get(`/graphql?query=${encodeURIComponent('{ viewer { scope } }')}`, { ...auth, 'apollo-require-preflight': 'true' });
+    const viewer = await get(`/graphql?query=${encodeURIComponent('query Me { viewer { scope } }')}&operationName=Me`, auth);
     expect(viewer.status).toBe(200);
     expect(viewer.body).toEqual({ data: { viewer: { scope: '*' } } });
+    // Without a token a GET is still a 401, as a POST is.
+    expect((await get(`/graphql?query=${encodeURIComponent('{ viewer { id } }')}`, {})).status).toBe(401);
   });
 
   test('a mutation over GET is rejected and writes nothing', async () => {
     const before = await snapshot();
     const mutation = `mutation { createApplication(input: { name: "${uniq('over-get')}" }) { id } }`;
-    const res = await get(`/graphql?query=${encodeURIComponent(mutation)}`, {
-      Authorization: `Bearer ${svc.adminToken}`,
-      'apollo-require-preflight': 'true',
-    });
+    const res = await get(`/graphql?query=${encodeURIComponent(mutation)}`, { Authorization: `Bearer ${svc.adminToken}` });
     expect(res.status).toBe(405);
     expect(res.body?.data).toBeUndefined();
     expect(await snapshot()).toEqual(before);

@@ -82,7 +82,7 @@ function nestingProblem(ctx: AppContext): { code: string; message: string } | nu
 }
 
 /**
- * Apollo answers some requests before any plugin sees them (CSRF prevention, variables that are
+ * Apollo answers some requests before any plugin sees them (variables that are
  * not JSON, a batch, a mutation over GET): their errors get the request id as well, and a 405 or
  * a 415 the code its status means.
  */
@@ -140,7 +140,11 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     persistedQueries: false, // every operation comes in full; the server keeps no query cache
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     stopOnTerminationSignals: false, // main.ts owns the graceful stop (server, then Apollo, then the pool)
-    csrfPrevention: true,
+    // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
+    // cookie-authenticated APIs against cross-site requests. This one authenticates by bearer
+    // header only, which a cross-site page cannot make a browser send, so it guarded nothing and
+    // broke every client that queries over GET (urql's default). Mutations stay POST-only.
+    csrfPrevention: false,
     includeStacktraceInErrorResponses: false,
     validationRules: [sizeLimitRule],
     formatError: formatError({ hideSchema: !introspection }),
