@@ -8,7 +8,7 @@ import { corsMiddleware } from './http/cors.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
-import { accessLog, answerOptions, jsonBody, requestId, requireCaller, trimTrailingSlash } from './http/middleware.js';
+import { accessLog, answerOptions, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
@@ -35,6 +35,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
   app.use(accessLog(log));
   app.use(errorHandler(log));
+  app.use(requireOneHost);
   app.use(trimTrailingSlash);
   app.use(answerOptions);
 

@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
-import { answerClientError, MAX_HEADER_BYTES } from './http/errors.js';
+import { answerClientError, answerConnect, MAX_HEADER_BYTES } from './http/errors.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import type { QueryListener } from '../mikro-orm.config.js';
@@ -48,7 +48,8 @@ export async function startService(
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
-    server = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
+    // requireHostHeader: false: a request without Host reaches the app, which answers the JSON 400.
+    server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
     // Once stopping, every answer closes its connection (those being prepared included): a
     // keep-alive client cannot hold the process open by sending more requests, and the stop ends
     // when the last answer is out rather than when idle connections time out.
@@ -64,6 +65,7 @@ export async function startService(
     });
     server.on('request', app.callback());
     server.on('clientError', answerClientError);
+    server.on('connect', answerConnect);
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);

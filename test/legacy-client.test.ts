@@ -99,7 +99,11 @@ async function doReq(operation: string, method: string, path: string, type: GoTy
   });
   let error: string | null = null;
   if (res.status === 204) error = null;
-  else if ([200, 201, 202].includes(res.status)) error = goDecodeError(res.body, type);
+  else if ([200, 201, 202].includes(res.status)) {
+    error = goDecodeError(res.body, type);
+    // Go would take null for a slice or a struct (a zero value), but then the client has nothing.
+    if (!error && res.body === null) error = 'a null answer';
+  }
   else error = `HTTP ${res.status}: ${res.text.slice(0, 200)}`;
   outcomes.push({ operation, status: res.status, error, value: res.body });
   return res.body;

@@ -40,6 +40,13 @@ async function call(method: string, path: string, options?: RequestOptions): Pro
 }
 
 /** A create's default answer (SPEC §4): 201, Location, the new id as a bare JSON number. */
+/** A PUT that created its record on a reserved id: 201, Location, and `1` as every update answers. */
+function expectCreatedByPut(res: Reply, id: number): void {
+  expect(res.status).toBe(201);
+  expect(res.body).toBe(1);
+  expect(res.headers.get('location')).toBe(`/token/${id}`);
+}
+
 function expectCreated(res: Reply, collection: string): number {
   expect(res.status).toBe(201);
   expect(typeof res.body).toBe('number');
@@ -673,7 +680,7 @@ describe('apply token id, then PUT', () => {
     const userID = await makeUser();
     const body = { userID, accessToken: newAccessToken(), scope: 'openid' };
     const first = await call('PUT', `/token/${id}`, { body, headers: { 'X-Client': 'retrying-client' } });
-    expect(expectCreated(first, '/token/')).toBe(id);
+    expectCreatedByPut(first, id);
     const created = await getToken(id);
     expect(created).toMatchObject({ id, ...body, client: 'retrying-client', version: '1', refreshToken: '', expireAt: null });
     expect(await reservations()).not.toContainEqual({ id: String(id) });
@@ -706,7 +713,7 @@ describe('apply token id, then PUT', () => {
     expect(await reservations()).toContainEqual({ id: String(id) });
     const userID = await makeUser();
     const res = await call('PUT', `/token/${id}`, { body: { userID, accessToken: newAccessToken() } });
-    expect(expectCreated(res, '/token/')).toBe(id);
+    expectCreatedByPut(res, id);
     expect((await getToken(id)).userID).toBe(userID);
   });
 

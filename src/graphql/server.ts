@@ -217,7 +217,9 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
           Allow: METHODS.join(', '),
         });
       }
-      callers.set(ctx, await callerFor(ctx));
+      const caller = await callerFor(ctx);
+      callers.set(ctx, caller);
+      if (caller) ctx.state.caller = caller;
       const tooDeep = nestingProblem(ctx);
       if (tooDeep) {
         ctx.status = 400;

@@ -80,10 +80,33 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
         : AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');
-  const requestId = randomUUID();
+  answerOnSocket(socket, error);
+}
+
+/**
+ * CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa; without an answer Node closes
+ * the socket silently. This service is no proxy: a 405 with the JSON body.
+ */
+export function answerConnect(req: { headers: Record<string, unknown> }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const error = new AppError('METHOD_NOT_ALLOWED', 'CONNECT is not allowed: this service is not a proxy', undefined, {
+    Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
+  });
+  answerOnSocket(socket, error, typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined);
+}
+
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** Writes a complete JSON error answer straight onto a socket and closes it. */
+function answerOnSocket(socket: Duplex, error: AppError, givenRequestId?: string): void {
+  const requestId = givenRequestId && CALLER_REQUEST_ID.test(givenRequestId) ? givenRequestId : randomUUID();
   const body = JSON.stringify({ code: error.status, error: error.error, message: error.message, requestId });
+  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${headers}Connection: close\r\n\r\n${body}`,
   );
 }

@@ -5,6 +5,7 @@ import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
+import { DatabaseOutage } from '../observability/outage.js';
 import type { AppContext } from './context.js';
 
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -26,11 +27,14 @@ export const routeOf = (ctx: AppContext): string | null => (ctx as { _matchedRou
  * operation's name and type.
  */
 export function accessLog(log: Logger) {
+  const outage = new DatabaseOutage(log);
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
+      if (ctx.status === 503) outage.failed(ctx.state.requestId);
+      else if (ctx.status < 400 && ctx.state.caller) outage.succeeded(); // its token was read from the database
       const route = routeOf(ctx);
       const operation = ctx.state.graphql;
       log.info('request', {
@@ -43,6 +47,18 @@ export function accessLog(log: Logger) {
       });
     }
   };
+}
+
+/**
+ * Exactly one Host header (RFC 9112 §3.2): none on HTTP/1.1, or two, is a 400 with the JSON body.
+ * Node would answer a missing one itself with a bare 400 (the server turns that off) and keeps
+ * only the first of two.
+ */
+export async function requireOneHost(ctx: AppContext, next: Next): Promise<void> {
+  const hosts = ctx.req.headersDistinct.host;
+  if (!hosts && ctx.req.httpVersion === '1.1') throw AppError.badRequest('the request has no Host header (HTTP/1.1 requires one)');
+  if (hosts && hosts.length > 1) throw AppError.badRequest(`send one Host header, not ${hosts.length}`);
+  await next();
 }
 
 /** Collection paths work with or without the trailing slash: routes are declared without it. */

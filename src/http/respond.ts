@@ -26,8 +26,9 @@ function returnPreference(ctx: AppContext): 'representation' | 'minimal' | null 
   for (const preference of header.split(',')) {
     const [name, value = ''] = (preference.split(';')[0] ?? '').split('=');
     if (name.trim().toLowerCase() !== 'return') continue;
+    // RFC 7240 §2: of a preference given more than once, only the first counts.
     const wanted = value.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
-    if (wanted === 'representation' || wanted === 'minimal') return wanted;
+    return wanted === 'representation' || wanted === 'minimal' ? wanted : null;
   }
   return null;
 }
@@ -46,14 +47,17 @@ function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): u
  * trusted) with only `page` changed.
  */
 function pageLinks(ctx: AppContext, page: number, pageSize: number, total: number): string {
-  const [path, search = ''] = ctx.originalUrl.split('?', 2);
+  const url = ctx.originalUrl;
+  const mark = url.indexOf('?'); // the first one: a query may hold more
+  const path = mark === -1 ? url : url.slice(0, mark);
+  const search = mark === -1 ? '' : url.slice(mark + 1);
   // The other parameters stay exactly as the client wrote them, in their order; `page` is replaced
   // where it was (or added at the end).
   const parts = search.split('&').filter((part) => part !== '');
   const pageAt = parts.findIndex((part) => decodeName(part) === 'page');
   const at = (n: number) => {
     const query = pageAt === -1 ? [...parts, `page=${n}`] : parts.map((part, i) => (i === pageAt ? `page=${n}` : part));
-    return `<${path}?${query.join('&')}>`;
+    return `<${uriReference(`${path}?${query.join('&')}`)}>`;
   };
   const last = Math.max(1, Math.ceil(total / pageSize));
   const links = [`${at(1)}; rel="first"`];
@@ -62,6 +66,13 @@ function pageLinks(ctx: AppContext, page: number, pageSize: number, total: numbe
   links.push(`${at(last)}; rel="last"`);
   return links.join(', ');
 }
+
+/**
+ * The text as a URI reference (RFC 3986): what a URI cannot hold raw (`<`, `>`, `"`, spaces,
+ * non-ASCII, …; Node lets a request line carry some of them) percent-encoded, so that a Link target
+ * can never close its `<…>` early and smuggle in a link of its own. `%` escapes stay as they are.
+ */
+const uriReference = (text: string) => text.replace(/[^A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]/gu, (c) => encodeURIComponent(c));
 
 /** A query parameter's name, decoded as URLSearchParams would (`pa%67e` is `page`). */
 function decodeName(part: string): string {
@@ -94,6 +105,13 @@ export function sendCreated<R extends { id: number }>(ctx: AppContext, location:
   ctx.status = 201;
   ctx.set('Location', location);
   ctx.body = preferred(ctx, record.id, () => present(record));
+}
+
+/** A PUT that created its record on a reserved id: 201 + Location, and `1` as any update answers. */
+export function sendCreatedByUpdate<R extends { id: number }>(ctx: AppContext, location: string, record: R): void {
+  ctx.status = 201;
+  ctx.set('Location', location);
+  ctx.body = preferred(ctx, 1, () => record);
 }
 
 /** An update of one record (PUT, PATCH, status, a link's right): `1`, or the record when asked. */

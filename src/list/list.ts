@@ -139,8 +139,8 @@ function parseCount(raw: unknown, name: string, min: number, max: number, fallba
   }
   // Any run of digits is an integer, however long: past 2^53 it is simply above `max`.
   const text = typeof raw === 'string' ? raw.trim() : undefined;
-  const value = text !== undefined && /^[+-]?\d{1,1000}$/.test(text) ? Number(text) : raw;
-  if (typeof value !== 'number' || !Number.isInteger(value)) {
+  const value = text !== undefined && /^[+-]?\d+$/.test(text) ? Number(text) : raw; // ±Infinity past 1e308: still an integer
+  if (typeof value !== 'number' || !(Number.isInteger(value) || (text !== undefined && Math.abs(value) === Infinity))) {
     problems.push({ field: name, message: 'must be an integer' });
     return fallback;
   }

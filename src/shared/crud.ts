@@ -235,7 +235,8 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       requirePermission(caller, write);
       const values = readWriteBody(body, def.writable, 'create');
       const given = requireObject(body).id;
-      const id = given === undefined || given === null || given === 0 ? undefined : parseId(given);
+      // Ids in bodies are JSON numbers (SPEC §3); only paths carry them as text.
+      const id = given === undefined || given === null || given === 0 ? undefined : parseId(typeof given === 'number' ? given : NaN);
       const created = await inTransaction(values, async (em) => {
         if (id !== undefined) {
           const claimed = await em.execute<{ id: string }[]>(

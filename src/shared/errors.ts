@@ -40,16 +40,21 @@ export interface FieldProblem {
   message: string;
 }
 
+/** What a 503's Retry-After says. */
+export const RETRY_AFTER_SECONDS = 5;
+
 export class AppError extends Error {
   override name = 'AppError';
   constructor(
     readonly error: ErrorName,
     message: string,
     readonly details?: FieldProblem[],
-    /** Headers the HTTP answer must carry (WWW-Authenticate, Allow). */
+    /** Headers the HTTP answer must carry (WWW-Authenticate, Allow, Retry-After). */
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
+    // A 503 says when to try again (SPEC §8): a database outage is usually over in seconds.
+    if (error === 'UNAVAILABLE' && !('Retry-After' in headers)) this.headers = { ...headers, 'Retry-After': String(RETRY_AFTER_SECONDS) };
   }
 
   get status(): number {

@@ -62,6 +62,8 @@ const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client'
  */
 export function parseAttrs(header: string | undefined, fields: WritableFields): string[] | undefined {
   if (header === undefined) return undefined;
+  // A header that names nothing (empty, or only commas) is no Attrs: the body's own fields change.
+  if (!/[^,\s]/.test(header)) return undefined;
   const byLowerCase = new Map(Object.keys(fields).map((name) => [name.toLowerCase(), name]));
   const names: string[] = [];
   const unknown: string[] = [];
