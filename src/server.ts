@@ -43,7 +43,6 @@ export async function startService(
     const ran = await db.migrate();
     if (ran.length) log.info('migrations applied', { migrations: ran });
     const services = createServices(db.orm);
-    const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection });
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
@@ -75,6 +74,9 @@ export async function startService(
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
     log.info('listening', { url, database: db.kind });
+    // Only once the service listens: a start that fails before (the port taken, say) creates no
+    // token, so the next start still makes and prints the first one.
+    const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
     const listening = server;
     return {
       url,

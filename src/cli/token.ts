@@ -7,6 +7,17 @@ import { createServices } from '../services.js';
 import { AppError } from '../shared/errors.js';
 
 const USAGE = 'usage: npm run token -- --user <id> --scope "<scopes>" [--expires <ISO 8601 date-time>]';
+const HELP = `${USAGE}
+
+Issues an access token for a user (through the same service function as POST /token/) and prints
+it alone on stdout. Uses DATABASE_URL, or the embedded database in DATA_DIR (./data), whether or
+not the service is running.
+
+  --user <id>         the user the token belongs to
+  --scope "<scopes>"  space-separated permissions, e.g. "user:read token:read", or "*"
+  --expires <date>    when the token stops working (ISO 8601 with an offset); never when left out
+  --help              this text
+`;
 
 export interface Io {
   out(text: string): void;
@@ -23,7 +34,7 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
   try {
     const parsed = parseArgs({
       args: argv,
-      options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' } },
+      options: { user: { type: 'string' }, scope: { type: 'string' }, expires: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       tokens: true,
     });
     // parseArgs keeps the last of a repeated option: a second --user is a mistake to point out.
@@ -34,6 +45,10 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
       seen.add(token.name);
     }
     args = parsed.values;
+    if (args.help) {
+      io.out(HELP);
+      return 0;
+    }
   } catch (err) {
     io.err(`${(err as Error).message}\n${USAGE}\n`);
     return 2;

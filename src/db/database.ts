@@ -2,7 +2,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { ormOptions, type QueryListener } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
+import type { EmbeddedPostgres } from './embedded.js';
 
 export interface Database {
   orm: MikroORM;
@@ -28,6 +28,8 @@ export async function openDatabase(
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (!url) {
+    // Loaded only when used: PGlite's code costs ~13 MB of memory a PostgreSQL deployment never needs.
+    const { startEmbeddedPostgres } = await import('./embedded.js');
     embedded = await startEmbeddedPostgres(config.dataDir, config.poolSize + 2, options.shareEmbedded);
     url = embedded.url;
   }

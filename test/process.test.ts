@@ -1,0 +1,107 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * SPEC §8 "Process": the real `npm start` (embedded database in a new DATA_DIR) receives signals
+ * itself, exits 0 on SIGTERM and SIGINT and leaves no process behind; the first token is created
+ * only once the service listens; `npm run token -- --help` prints its usage.
+ */
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function dataDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'uts-process-'));
+  dirs.push(dir);
+  return join(dir, 'data');
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Started {
+  child: ChildProcess;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+function npmStart(env: Record<string, string>): Started {
+  const child = spawn('npm', ['start', '--silent'], { cwd: root, env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, exited };
+}
+
+async function waitFor(condition: () => boolean, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The processes whose parent is `pid`. */
+const childrenOf = (pid: number): number[] =>
+  spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((l) => Number(l.trim())).filter(Boolean);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test.each(['SIGTERM', 'SIGINT'] as const)('%s to npm start stops the service gracefully: exit 0, no orphan', async (signal) => {
+  const port = await freePort();
+  const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir() });
+  await waitFor(() => started.stdout().includes('listening on'), 120_000);
+  const service = childrenOf(started.child.pid!);
+  expect(service.length).toBeGreaterThan(0);
+  expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  started.child.kill(signal);
+  expect(await started.exited).toBe(0);
+  await waitFor(() => service.every((pid) => !alive(pid)), 10_000);
+  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+}, 180_000);
+
+test('the first token is created and printed only once the service listens: a start that fails creates none', async () => {
+  const dir = await dataDir();
+  const blocker: Server = createServer();
+  const port = await freePort();
+  await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+  try {
+    const failed = npmStart({ PORT: String(port), DATA_DIR: dir });
+    expect(await failed.exited).not.toBe(0);
+    expect(failed.stdout()).not.toMatch(/first one with scope/);
+  } finally {
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+  }
+  const started = npmStart({ PORT: String(port), DATA_DIR: dir });
+  await waitFor(() => started.stdout().includes('listening on'), 120_000);
+  const token = /\n {2}(\S+)\n/.exec(started.stdout())?.[1];
+  expect(token).toBeDefined();
+  expect((await fetch(`http://127.0.0.1:${port}/user/`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
+  started.child.kill('SIGTERM');
+  expect(await started.exited).toBe(0);
+}, 240_000);
+
+test('npm run token -- --help prints the usage and exits 0', () => {
+  const result = spawnSync('npm', ['run', '--silent', 'token', '--', '--help'], { cwd: root, encoding: 'utf8' });
+  expect(result.status).toBe(0);
+  expect(result.stdout).toMatch(/^usage: npm run token -- --user <id> --scope/);
+  expect(result.stdout).toContain('--expires');
+}, 120_000);
