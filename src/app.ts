@@ -5,6 +5,8 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
+import { docsPage, serviceVersion } from './http/docs.js';
+import { openApiDocument } from './http/openapi.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
@@ -48,6 +50,15 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
     ctx.body = { status: 'ready' };
   });
   if (metrics) health.get('/metrics', metrics.endpoint);
+  // The REST API described (built once, on first request, from the routers as they stand) and rendered.
+  let document: unknown;
+  health.get('/openapi.json', (ctx) => {
+    document ??= openApiDocument([{ router: health, prefix: '' }, { router: api, prefix: config.basePath }], { version: serviceVersion() });
+    ctx.body = document;
+  });
+  const docs = docsPage();
+  health.get('/docs', docs.page);
+  app.use(docs.assets);
   app.use(health.routes());
   app.use(health.allowedMethods());
 
@@ -58,7 +69,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
 
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
-  const api = new Router<AppState>({ prefix: config.basePath || undefined });
+  const api: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
   api.use(requireCaller(db.orm));
   api.use(jsonBody);
   for (const routes of [

@@ -10,7 +10,7 @@ import { connectionsByParent, pagesByParent, type NestedSource } from '../list/p
 import { Role } from '../roles/role.entity.js';
 import { parseId } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
-import { readWriteBody } from '../shared/input.js';
+import { readWriteBody, type WritableFields } from '../shared/input.js';
 import { namedFromRow, NAMED_COLUMNS, NAMED_LIST_FIELDS, type NamedWire } from '../shared/named-record.js';
 import { User } from '../users/user.entity.js';
 import { UserApplication } from './link.entities.js';
@@ -26,6 +26,8 @@ export const USER_APPLICATION_LIST_FIELDS: ListFields = {
   applicationID: { column: 't.id', kind: 'id' },
 };
 export const USER_ROLE_LIST_FIELDS: ListFields = NAMED_LIST_FIELDS;
+/** The body of PUT /user/{id}/application/{applicationID}. */
+export const LINK_RIGHT_BODY: WritableFields = { right: { kind: 'safeInt', required: true } };
 /**
  * GraphQL's nested `User.applications` lists the links themselves (`ApplicationLink`), so there
  * `createdAt` and `updatedAt` are the link's own, as the type shows them.
@@ -225,7 +227,7 @@ export function linkService(orm: MikroORM) {
       requirePermission(caller, 'user:write');
       const userId = parseId(rawUserId);
       const applicationId = parseId(rawApplicationId, 'applicationID');
-      const { right } = readWriteBody(body, { right: { kind: 'safeInt', required: true } }, 'create') as { right: number };
+      const { right } = readWriteBody(body, LINK_RIGHT_BODY, 'create') as { right: number };
       const updated = await transaction(orm, async (em) => {
         const found = await findApplicationLink(em, userId, applicationId, true);
         if (found.right !== right) {

@@ -30,7 +30,7 @@ export const USER_LIST_FIELDS: ListFields = {
   updatedAt: { column: 't.updated_at', kind: 'date' },
 };
 
-const STATUS_BODY: WritableFields = { status: { kind: 'int32', required: true } };
+export const USER_STATUS_BODY: WritableFields = { status: { kind: 'int32', required: true } };
 
 /** A deleted user takes its tokens and links with it (they stop authenticating and listing). */
 async function cascadeUser(em: EntityManager, id: number, now: Date): Promise<void> {
@@ -58,7 +58,7 @@ export function userService(orm: MikroORM) {
     /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
     async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<UserRecord> {
       requirePermission(caller, 'user:write'); // before the body is read: 403 wins over 400
-      return crud.update(caller, id, readWriteBody(body, STATUS_BODY, 'create'));
+      return crud.update(caller, id, readWriteBody(body, USER_STATUS_BODY, 'create'));
     },
   };
 }

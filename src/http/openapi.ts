@@ -1,0 +1,324 @@
+import type Router from '@koa/router';
+import type { FieldKind, ListFields } from '../list/list.js';
+import { LIST_LIMITS } from '../list/list.js';
+import { LINK_RIGHT_BODY, USER_APPLICATION_LIST_FIELDS, USER_ROLE_LIST_FIELDS } from '../links/link.service.js';
+import { NAMED_LIST_FIELDS, NAMED_WRITABLE } from '../shared/named-record.js';
+import type { WritableField, WritableFields } from '../shared/input.js';
+import { TOKEN_LIST_FIELDS, TOKEN_WRITABLE } from '../tokens/token.service.js';
+import { USER_LIST_FIELDS, USER_STATUS_BODY, USER_WRITABLE } from '../users/user.service.js';
+import { CORS_EXPOSED_HEADERS } from './cors.js';
+import type { AppState } from './context.js';
+
+/**
+ * The OpenAPI 3.1 document of the REST API (SPEC §8), built at start from the routers themselves
+ * (every route they serve is in it, or the service does not start) and from the field tables the
+ * service validates with (the writable fields of each body, the output and list fields of each
+ * record), so the document cannot drift from what the service does.
+ */
+type Schema = Record<string, unknown>;
+
+const ERROR_STATUSES: Record<string, string> = {
+  400: 'Invalid input: body, field, query parameter, path id or Attrs (`details` names the fields)',
+  401: 'Missing or invalid access token',
+  403: 'The token lacks the permission',
+  404: 'No such live record, link or path',
+  409: 'Conflict with another record (a duplicate unique value, an id that exists)',
+  413: 'Body over 1 MiB',
+  415: 'Body that is not JSON',
+  503: 'Database unavailable (Retry-After says when to try again)',
+};
+
+function scalar(kind: FieldKind | WritableField['kind'], max?: number): Schema {
+  switch (kind) {
+    case 'id':
+      return { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+    case 'int32':
+      return { type: 'integer', format: 'int32' };
+    case 'safeInt':
+      return { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+    case 'date':
+      return { type: 'string', format: 'date-time' };
+    case 'revision':
+      return { type: 'string', pattern: '^[1-9][0-9]*$', description: 'the record revision, "1" on create' };
+    case 'string':
+      return { type: 'string', ...(max ? { maxLength: max } : {}) };
+  }
+}
+
+const nullable = (schema: Schema, isNullable: boolean | undefined): Schema => (isNullable ? { ...schema, type: [schema.type, 'null'] } : schema);
+
+/** A record as the API answers it: its output fields are its list fields (SPEC §5). */
+function recordSchema(fields: ListFields, writable: WritableFields, extra: Record<string, Schema> = {}): Schema {
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    if (name === 'applicationID' && !('applicationID' in writable)) continue; // a GraphQL alias of id
+    const max = writable[name]?.kind === 'string' ? (writable[name] as { max: number }).max : undefined;
+    properties[name] = nullable(scalar(field.kind, max), field.nullable);
+  }
+  Object.assign(properties, extra);
+  return { type: 'object', properties, required: Object.keys(properties) };
+}
+
+/** A write body: the writable fields with their checks; `required` only where create/PUT need them. */
+function writeSchema(writable: WritableFields, mode: 'create' | 'patch', withId = false): Schema {
+  const properties: Record<string, Schema> = {};
+  for (const [name, field] of Object.entries(writable)) {
+    const max = field.kind === 'string' ? field.max : undefined;
+    properties[name] = nullable(scalar(field.kind, max), 'nullable' in field ? field.nullable : false);
+  }
+  if (withId) {
+    properties.id = {
+      type: ['integer', 'null'],
+      minimum: 0,
+      description: 'An id reserved by "apply id" and not used yet (SPEC §4); 0 or null: the next id',
+    };
+  }
+  const required = mode === 'create' ? Object.entries(writable).filter(([, f]) => 'required' in f && f.required).map(([n]) => n) : [];
+  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: true };
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Schema) => ({ 'application/json': { schema } });
+
+interface Resource {
+  /** Path without BASE_PATH: `/user`. */
+  path: string;
+  schema: string;
+  label: string;
+  fields: ListFields;
+  writable: WritableFields;
+}
+
+const RESOURCES: Resource[] = [
+  { path: '/user', schema: 'User', label: 'user', fields: USER_LIST_FIELDS, writable: USER_WRITABLE },
+  { path: '/token', schema: 'Token', label: 'token', fields: TOKEN_LIST_FIELDS, writable: TOKEN_WRITABLE },
+  { path: '/application', schema: 'Application', label: 'application', fields: NAMED_LIST_FIELDS, writable: NAMED_WRITABLE },
+  { path: '/role', schema: 'Role', label: 'role', fields: NAMED_LIST_FIELDS, writable: NAMED_WRITABLE },
+];
+
+function components(): Schema {
+  const schemas: Record<string, Schema> = {
+    Error: {
+      type: 'object',
+      required: ['code', 'error', 'message', 'requestId'],
+      properties: {
+        code: { type: 'integer', description: 'the HTTP status' },
+        error: { type: 'string', examples: ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] },
+        message: { type: 'string' },
+        requestId: { type: 'string' },
+        details: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
+      },
+    },
+    Id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a record id, a bare JSON number' },
+    Count: { type: 'integer', minimum: 0, description: 'how many records the write changed, a bare JSON number' },
+    One: { const: 1, description: 'the write matched its one record' },
+    IdList: { type: 'array', maxItems: 1000, items: ref('Id') },
+    LinkedApplication: recordSchema(USER_APPLICATION_LIST_FIELDS, {}),
+    LinkedRole: recordSchema(USER_ROLE_LIST_FIELDS, {}),
+    ApplicationLink: {
+      type: 'object',
+      required: ['userID', 'applicationID', 'right', 'createdAt', 'updatedAt'],
+      properties: {
+        userID: scalar('id'),
+        applicationID: scalar('id'),
+        right: scalar('safeInt'),
+        createdAt: scalar('date'),
+        updatedAt: scalar('date'),
+      },
+    },
+    LinkRight: writeSchema(LINK_RIGHT_BODY, 'create'),
+    UserStatus: writeSchema(USER_STATUS_BODY, 'create'),
+  };
+  for (const r of RESOURCES) {
+    schemas[r.schema] = recordSchema(r.fields, r.writable);
+    schemas[`${r.schema}Create`] = writeSchema(r.writable, 'create', true);
+    schemas[`${r.schema}Replace`] = writeSchema(r.writable, 'create');
+    schemas[`${r.schema}Patch`] = writeSchema(r.writable, 'patch');
+  }
+  const parameters = {
+    id: { name: 'id', in: 'path', required: true, schema: ref('Id') },
+    applicationID: { name: 'applicationID', in: 'path', required: true, schema: ref('Id') },
+    filter: {
+      name: 'filter',
+      in: 'query',
+      schema: { type: 'string' },
+      description:
+        "The original's expression form (`status ge 1 and lastName ne 'x'`) or a JSON object " +
+        '(`{"status":{"in":[1,2]}}`); field names in any case. See the README.',
+      examples: { expression: { value: "status ge 1 and lastName ne 'x'" }, json: { value: '{"status":{"in":[1,2]}}' } },
+    },
+    orderBy: { name: 'orderBy', in: 'query', schema: { type: 'string' }, description: '`field`, `field asc|desc` or `-field`, comma-separated; default `id asc`', example: 'createdAt desc, lastName' },
+    page: { name: 'page', in: 'query', schema: { type: 'string', pattern: '^[+-]?[0-9]*$' }, description: 'an integer, default 1; below 1 reads as 1' },
+    pageSize: {
+      name: 'pageSize',
+      in: 'query',
+      schema: { type: 'string', pattern: '^[+-]?[0-9]*$' },
+      description: `an integer, default ${LIST_LIMITS.defaultPageSize}; below 1 reads as the default, above ${LIST_LIMITS.maxPageSize} as ${LIST_LIMITS.maxPageSize}`,
+    },
+    Attrs: {
+      name: 'Attrs',
+      in: 'header',
+      schema: { type: 'string' },
+      description: 'Comma-separated names of the fields to write (any case); a named field missing from the body is written as its default; read-only names are skipped',
+    },
+    Prefer: {
+      name: 'Prefer',
+      in: 'header',
+      schema: { type: 'string', examples: ['return=representation', 'return=minimal'] },
+      description: 'RFC 7240: `return=representation` answers the record instead of the id or the count',
+    },
+  };
+  const headers = {
+    'X-Total-Count': { schema: { type: 'integer' }, description: 'the number of matches' },
+    Link: { schema: { type: 'string' }, description: 'RFC 8288: first, prev, next and last pages (left out when the request URL is over 2 KiB)' },
+    Location: { schema: { type: 'string' }, description: 'the new record' },
+    'Preference-Applied': { schema: { type: 'string' } },
+    'X-Request-Id': { schema: { type: 'string' } },
+    'Retry-After': { schema: { type: 'integer' } },
+  };
+  const responses = Object.fromEntries(
+    Object.entries(ERROR_STATUSES).map(([status, description]) => [
+      `E${status}`,
+      { description, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } }, content: json(ref('Error')) },
+    ]),
+  );
+  return { schemas, parameters, headers, responses, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <accessToken>' } } };
+}
+
+const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/E${s}` }]));
+const READ_ERRORS = [400, 401, 403, 404, 503];
+const WRITE_ERRORS = [400, 401, 403, 404, 409, 413, 415, 503];
+
+/** Either the original's bare answer or, with `Prefer: return=representation`, the record. */
+const preferred = (bare: Schema, record: Schema) => json({ oneOf: [bare, record] });
+
+function listOperation(summary: string, item: Schema, withId: boolean): Schema {
+  return {
+    summary,
+    parameters: [...(withId ? [param('id')] : []), param('filter'), param('orderBy'), param('page'), param('pageSize')],
+    responses: {
+      200: { description: 'A page of records, a bare JSON array', headers: { 'X-Total-Count': header('X-Total-Count'), Link: header('Link') }, content: json({ type: 'array', items: item }) },
+      ...errors(...READ_ERRORS),
+    },
+  };
+}
+
+/** What each route does, by `METHOD /template` (without BASE_PATH). */
+function operations(): Map<string, Schema> {
+  const ops = new Map<string, Schema>();
+  const write = (summary: string, body: Schema, record: Schema, extra: Schema[] = []) => ({
+    summary,
+    parameters: [param('id'), param('Prefer'), ...extra],
+    requestBody: { required: true, content: json(body) },
+    responses: {
+      200: { description: '`1`, or the record with Prefer: return=representation', content: preferred(ref('One'), record) },
+      ...errors(...WRITE_ERRORS),
+    },
+  });
+  for (const r of RESOURCES) {
+    ops.set(`GET ${r.path}`, listOperation(`List ${r.label}s`, ref(r.schema), false));
+    ops.set(`POST ${r.path}`, {
+      summary: `Create a ${r.label} (with an id reserved by apply, or the next id)`,
+      parameters: [param('Prefer')],
+      requestBody: { required: true, content: json(ref(`${r.schema}Create`)) },
+      responses: {
+        201: { description: 'The new id, or the record with Prefer: return=representation', headers: { Location: header('Location') }, content: preferred(ref('Id'), ref(r.schema)) },
+        ...errors(...WRITE_ERRORS),
+      },
+    });
+    ops.set(`GET ${r.path}/{id}`, { summary: `Get a ${r.label}`, parameters: [param('id')], responses: { 200: { description: `The ${r.label}`, content: json(ref(r.schema)) }, ...errors(...READ_ERRORS) } });
+    const replace = write(`Replace a ${r.label} (creates it on a reserved id)`, ref(`${r.schema}Replace`), ref(r.schema));
+    (replace.responses as Schema)[201] = { description: 'Created on a reserved id: `1`, or the record', headers: { Location: header('Location') }, content: preferred(ref('One'), ref(r.schema)) };
+    ops.set(`PUT ${r.path}/{id}`, replace);
+    ops.set(`PATCH ${r.path}/{id}`, write(`Change some fields of a ${r.label}`, ref(`${r.schema}Patch`), ref(r.schema), [param('Attrs')]));
+    ops.set(`DELETE ${r.path}/{id}`, {
+      summary: `Delete a ${r.label} (soft)`,
+      parameters: [param('id')],
+      responses: { 200: { description: '`1`', content: json(ref('One')) }, ...errors(...READ_ERRORS) },
+    });
+    ops.set(`POST /apply${r.path}/id`, {
+      summary: `Reserve the next ${r.label} id`,
+      requestBody: { required: false, content: json({ description: 'ignored' }) },
+      responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(401, 403, 413, 415, 503) },
+    });
+  }
+  for (const method of ['PATCH', 'PUT']) ops.set(`${method} /user/{id}/status`, write('Set a user’s status', ref('UserStatus'), ref('User')));
+  const links = (kind: 'application' | 'role', item: string) => {
+    const path = `/user/{id}/${kind}`;
+    ops.set(`GET ${path}`, listOperation(`List a user’s ${kind}s`, ref(item), true));
+    const change = (summary: string, status: number) => ({
+      summary,
+      parameters: [param('id')],
+      requestBody: { required: true, content: json(ref('IdList')) },
+      responses: { [status]: { description: 'How many links changed', content: json(ref('Count')) }, ...errors(...WRITE_ERRORS) },
+    });
+    ops.set(`POST ${path}`, change(`Link ${kind}s to a user`, 201));
+    ops.set(`DELETE ${path}`, change(`Unlink ${kind}s from a user`, 200));
+  };
+  links('application', 'LinkedApplication');
+  links('role', 'LinkedRole');
+  ops.set('GET /user/{id}/application/{applicationID}', {
+    summary: 'Get a user’s link to an application',
+    parameters: [param('id'), param('applicationID')],
+    responses: { 200: { description: 'The link', content: json(ref('ApplicationLink')) }, ...errors(...READ_ERRORS) },
+  });
+  const right = write('Set the right of a user’s link to an application', ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
+  ops.set('PUT /user/{id}/application/{applicationID}', right);
+  return ops;
+}
+
+const PUBLIC: Record<string, Schema> = {
+  'GET /healthz': { summary: 'Liveness', responses: { 200: { description: '{"status":"ok"}', content: json({ type: 'object' }) } } },
+  'GET /readyz': { summary: 'Readiness (database reachable, migrated)', responses: { 200: { description: '{"status":"ready"}', content: json({ type: 'object' }) }, 503: { $ref: '#/components/responses/E503' } } },
+  'GET /metrics': { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+  'GET /openapi.json': { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
+  'GET /docs': { summary: 'This document, rendered', responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
+};
+
+/**
+ * The document for the routes the routers serve. `basePath` is the API routers' prefix; a route
+ * without a description here is a bug that stops the start.
+ */
+export function openApiDocument(routers: { router: Router<AppState>; prefix: string }[], info: { version: string }): Schema {
+  const ops = operations();
+  const paths: Record<string, Record<string, Schema>> = {};
+  for (const { router, prefix } of routers) {
+    for (const layer of router.stack) {
+      if (layer.methods.length === 0) continue; // router-level middleware
+      const template = String(layer.path).replace(/:([A-Za-z]+)/g, '{$1}');
+      const key = template.slice(prefix.length) || '/';
+      for (const method of layer.methods) {
+        if (method === 'HEAD') continue;
+        const id = `${method} ${key}`;
+        const operation = ops.get(id) ?? PUBLIC[id];
+        if (!operation) throw new Error(`OpenAPI: no description of ${id}`);
+        const isPublic = id in PUBLIC;
+        (paths[template] ??= {})[method.toLowerCase()] = {
+          operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, ''),
+          ...operation,
+          ...(isPublic ? { security: [] } : {}),
+          responses: {
+            ...(operation.responses as Schema),
+            ...(isPublic ? {} : { 401: { $ref: '#/components/responses/E401' } }),
+          },
+        };
+      }
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'User and token service',
+      version: info.version,
+      description:
+        'REST in the original service’s wire dialect: bare arrays with X-Total-Count and Link, bare ids and counts from writes, ' +
+        'records with Prefer: return=representation. Errors are JSON objects. GraphQL is at /graphql. ' +
+        `Browsers on an allowed origin may read these headers: ${CORS_EXPOSED_HEADERS.join(', ')}.`,
+    },
+    security: [{ bearer: [] }],
+    paths,
+    components: components(),
+  };
+}
