@@ -7,6 +7,7 @@ import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, serviceVersion } from './http/docs.js';
 import { openApiDocument } from './http/openapi.js';
+import { localExplorer } from './graphql/explorer.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
@@ -20,7 +21,7 @@ import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics'>;
+  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics' | 'graphqlIntrospection'>;
   db: Database;
   services: Services;
   log: Logger;
@@ -59,6 +60,8 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   const docs = docsPage();
   health.get('/docs', docs.page);
   app.use(docs.assets);
+  // The local GraphQL explorer goes with introspection (off in production unless asked for).
+  if (config.graphqlIntrospection) app.use(localExplorer());
   app.use(health.routes());
   app.use(health.allowedMethods());
 

@@ -6,7 +6,6 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { koaMiddleware } from '@as-integrations/koa';
 import { getOperationAST, Kind, parse, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
@@ -25,6 +24,7 @@ import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { mutationTransactionPlugin } from './mutations.js';
 import { operationPlugin } from './operation.js';
+import { sandboxWithFallback } from './explorer.js';
 import { graphQLSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
@@ -149,7 +149,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     validationRules: [sizeLimitRule],
     formatError: formatError({ hideSchema: !introspection }),
     plugins: [
-      introspection ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
+      introspection ? sandboxWithFallback() : ApolloServerPluginLandingPageDisabled(),
       operationPlugin(), // first: the plugins after it see a resolved query or mutation
       errorsPlugin(log),
       costLimitPlugin(),
