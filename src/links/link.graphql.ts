@@ -22,8 +22,8 @@ export class ApplicationLinkType {
   @Field(() => ID) applicationID!: number;
   @Field(() => ID) userID!: number;
   @Field(() => SafeIntResolver, { description: 'The original service’s RBAC bit mask: any safe integer.' }) right!: number;
-  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
+  @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
   @Field(() => ApplicationType) application!: NamedWire;
 }
 

@@ -23,8 +23,8 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
   class RecordType {
     @Field(() => ID) id!: number;
     @Field(() => String) name!: string;
-    @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
-    @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
+    @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
+    @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
   }
 
   @ObjectType(`${type}Page`)

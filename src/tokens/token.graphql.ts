@@ -25,8 +25,8 @@ export class TokenType {
   @Field(() => DateTime, { nullable: true }) expireAt!: string | null;
   @Field(() => String) client!: string;
   @Field(() => String, { description: 'The record revision: "1" on create, incremented on every change.' }) version!: string;
-  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
+  @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
 }
 
 @ObjectType()

@@ -19,8 +19,8 @@ export class UserType {
   @Field(() => String, { nullable: true }) avatarUrl!: string | null;
   @Field(() => String, { nullable: true }) photoUrl!: string | null;
   @Field(() => Int) status!: number;
-  @Field(() => DateTime, { nullable: true }) createdAt!: string | null;
-  @Field(() => DateTime, { nullable: true }) updatedAt!: string | null;
+  @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
+  @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
 }
 
 @ObjectType()
