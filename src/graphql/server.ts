@@ -250,6 +250,12 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
       ctx.status = known.status;
       for (const [name, value] of Object.entries(known.headers)) ctx.set(name, value);
       ctx.body = httpErrorBody(known, ctx.state.requestId);
+      // GraphQL over HTTP: a client that asks for application/graphql-response+json (Apollo Client
+      // 4 does) reads a non-2xx answer of that type as GraphQL errors with their codes, where an
+      // application/json one is only "Response not successful".
+      if (ctx.accepts('application/json', 'application/graphql-response+json') === 'application/graphql-response+json') {
+        ctx.type = 'application/graphql-response+json; charset=utf-8';
+      }
     }
   };
   return { middleware, stop: () => apollo.stop() };
