@@ -7,6 +7,7 @@ import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, serviceVersion } from './http/docs.js';
 import { openApiDocument } from './http/openapi.js';
+import { oauthRoutes } from './oauth/oauth.routes.js';
 import { localExplorer } from './graphql/explorer.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
@@ -54,7 +55,10 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // The REST API described (built once, on first request, from the routers as they stand) and rendered.
   let document: unknown;
   health.get('/openapi.json', (ctx) => {
-    document ??= openApiDocument([{ router: health, prefix: '' }, { router: api, prefix: config.basePath }], { version: serviceVersion() });
+    document ??= openApiDocument(
+      [{ router: health, prefix: '' }, { router: api, prefix: config.basePath }, { router: oauth, prefix: config.basePath }],
+      { version: serviceVersion() },
+    );
     ctx.body = document;
   });
   const docs = docsPage();
@@ -86,7 +90,15 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   }
   app.use(api.routes());
   app.use(api.allowedMethods());
-  routers.push(health, api);
+
+  // The calls other services make (introspection, revocation, authorize): authenticated like the
+  // API, with form bodies as well as JSON (the OAuth RFCs send forms).
+  const oauth: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
+  oauth.use(requireCaller(db.orm));
+  oauth.use(oauthRoutes(services.tokens, services.links).routes());
+  app.use(oauth.routes());
+  app.use(oauth.allowedMethods());
+  routers.push(health, api, oauth);
   return app;
 }
 

@@ -272,6 +272,13 @@ const OPERATIONS: Operation[] = [
     variables: (f) => ({ id: f.token }), permission: 'token:write', expected: (f) => ({ id: String(f.token), tokenType: 'bearer' }),
   },
   { field: 'destroyToken', query: 'mutation($id: ID!) { destroyToken(id: $id) }', variables: (f) => ({ id: f.token }), permission: 'token:write', expected: () => true },
+  {
+    field: 'destroyTokens',
+    query: 'mutation($id: ID!) { destroyTokens(filter: { id: { eq: $id } }) { revoked skipped } }',
+    variables: (f) => ({ id: f.token }),
+    permission: 'token:write',
+    expected: () => ({ revoked: 1, skipped: 0 }),
+  },
   { field: 'applyTokenID', query: 'mutation { applyTokenID }', variables: () => ({}), permission: 'token:write', expected: () => expect.stringMatching(/^\d+$/) },
   // applications and roles
   ...(['Application', 'Role'] as const).flatMap((type): Operation[] => {

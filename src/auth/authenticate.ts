@@ -46,16 +46,22 @@ interface LiveTokenRow {
   access_token: string;
 }
 
+/**
+ * The live token with this access token value, or null: the lookup of every request, also used to
+ * introspect and revoke a token by its value (RFC 7662, RFC 7009).
+ */
+export async function liveTokenByValue(orm: MikroORM, value: string): Promise<{ tokenId: number; userId: number; scope: string } | null> {
+  if (value.length === 0 || value.length > 1024) return null;
+  const row = (await orm.em.getConnection().execute(LIVE_TOKEN, [sha256(value)], 'get')) as LiveTokenRow | undefined;
+  // The hash is the index key; comparing the value itself rules out any collision.
+  if (!row || row.access_token !== value) return null;
+  return { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
+}
+
 export async function authenticate(orm: MikroORM, header: string | undefined, client: string): Promise<Caller> {
-  const bearer = bearerOf(header);
-  if (bearer.length <= 1024) {
-    const row = (await orm.em.getConnection().execute(LIVE_TOKEN, [sha256(bearer)], 'get')) as LiveTokenRow | undefined;
-    // The hash is the index key; comparing the value itself rules out any collision.
-    if (row && row.access_token === bearer) {
-      return { tokenId: Number(row.id), userId: Number(row.user_id), scopes: parseScopes(row.scope), client };
-    }
-  }
-  throw AppError.unauthorized('the access token is unknown, expired or revoked', INVALID);
+  const token = await liveTokenByValue(orm, bearerOf(header));
+  if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', INVALID);
+  return { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client };
 }
 
 /** The longest `client` a token records (its column's length), in characters. */

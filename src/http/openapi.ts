@@ -127,6 +127,22 @@ function components(): Schema {
       },
     },
     LinkRight: writeSchema(LINK_RIGHT_BODY, 'create'),
+    BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
+    TokenParameter: { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } } },
+    Introspection: {
+      type: 'object',
+      required: ['active'],
+      properties: {
+        active: { type: 'boolean' },
+        scope: { type: 'string' },
+        client_id: { type: 'string' },
+        username: { type: 'string' },
+        sub: { type: 'string', description: 'the user id' },
+        exp: { type: 'integer', description: 'seconds since the epoch; absent when the token never expires' },
+        iat: { type: 'integer' },
+        token_type: { type: 'string' },
+      },
+    },
     UserStatus: writeSchema(USER_STATUS_BODY, 'create'),
   };
   for (const r of RESOURCES) {
@@ -266,6 +282,30 @@ function operations(): Map<string, Schema> {
   });
   const right = write('Set the right of a user’s link to an application', ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
   ops.set('PUT /user/{id}/application/{applicationID}', right);
+  ops.set('DELETE /token', {
+    summary: 'Revoke every live token matching the filter (an empty filter is a 400)',
+    parameters: [{ ...param('filter'), required: true } as Schema],
+    responses: { 200: { description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)', content: json(ref('BulkRevocation')) }, ...errors(...READ_ERRORS) },
+  });
+  const tokenBody = { required: true, content: { 'application/x-www-form-urlencoded': { schema: ref('TokenParameter') }, ...json(ref('TokenParameter')) } };
+  ops.set('POST /oauth/introspect', {
+    summary: 'RFC 7662 token introspection (needs token:read)',
+    requestBody: tokenBody,
+    responses: { 200: { description: '`{"active": false}` for anything not live', content: json(ref('Introspection')) }, ...errors(400, 401, 403, 415, 503) },
+  });
+  ops.set('POST /oauth/revoke', {
+    summary: 'RFC 7009 token revocation (a token may always revoke itself; others need token:write)',
+    requestBody: tokenBody,
+    responses: { 200: { description: 'Revoked, or nothing to revoke', content: json({ type: 'object', properties: { revoked: { type: 'integer', enum: [0, 1] } } }) }, ...errors(400, 401, 403, 415, 503) },
+  });
+  ops.set('GET /authorize/{applicationID}', {
+    summary: 'The original family’s authorization call: the token’s user and its right on the application',
+    parameters: [param('applicationID')],
+    responses: {
+      200: { description: 'The user and its right (0 when not linked)', content: json({ type: 'object', required: ['userID', 'userRight'], properties: { userID: ref('Id'), userRight: scalar('safeInt') } }) },
+      ...errors(400, 401, 404, 503),
+    },
+  });
   return ops;
 }
 

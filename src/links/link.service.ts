@@ -54,6 +54,8 @@ const ROLE_LINKS: NestedSource<NamedWire> = {
   fromRow: namedFromRow,
 };
 const LIVE_USER = 'select 1 as live from users where id = ? and deleted_at is null';
+const LIVE_APPLICATION = 'select 1 as live from applications where id = ? and deleted_at is null';
+const LINK_RIGHT = 'select "right" from user_applications where user_id = ? and application_id = ? and deleted_at is null';
 const APPLICATION_LINK_BY_IDS = `select ${APPLICATION_LINK_COLUMNS} from ${APPLICATION_LINKS.from}
    where l.user_id = ? and l.application_id = ? and ${LIVE_LINK.sql}`;
 
@@ -211,6 +213,21 @@ export function linkService(orm: MikroORM) {
     },
     linkRoles: (caller: Caller, userId: unknown, body: unknown) => link(orm, ROLE_LINK, caller, userId, body),
     unlinkRoles: (caller: Caller, userId: unknown, body: unknown) => unlink(orm, ROLE_LINK, caller, userId, body),
+
+    /**
+     * The original family's authorization call (GET /authorize/{applicationID}/): the user owning
+     * the caller's token and the right of its link to the application, 0 when not linked. Any
+     * valid token may ask about itself; an application that does not exist (or is deleted) is a 404.
+     */
+    async authorize(caller: Caller, rawApplicationId: unknown): Promise<{ userID: number; userRight: number }> {
+      const applicationId = parseId(rawApplicationId, 'applicationID');
+      const [application, [link]] = await Promise.all([
+        rows(LIVE_APPLICATION, [applicationId]),
+        rows<{ right: string }>(LINK_RIGHT, [caller.userId, applicationId]),
+      ]);
+      if (application.length === 0) throw AppError.notFound(`no application with id ${applicationId}`);
+      return { userID: caller.userId, userRight: link ? Number(link.right) : 0 };
+    },
 
     async getApplicationLink(caller: Caller, rawUserId: unknown, rawApplicationId: unknown): Promise<ApplicationLinkRecord> {
       requirePermission(caller, 'user:read');

@@ -1,6 +1,6 @@
 import { DateTime } from '../graphql/scalars.js';
 import type { GraphQLResolveInfo } from 'graphql';
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
@@ -109,6 +109,12 @@ export class TokenConnectionArgs extends ConnectionArgs {
   @Field(() => [TokenOrderBy], { nullable: true }) orderBy?: TokenOrderBy[];
 }
 
+@ObjectType('TokenRevocation', { description: 'What a bulk revoke did.' })
+export class TokenRevocationType {
+  @Field(() => Int, { description: 'Tokens revoked (soft-deleted).' }) revoked!: number;
+  @Field(() => Int, { description: 'Matching tokens left alone: their scope is one this token could not have granted.' }) skipped!: number;
+}
+
 /** A write input as the token service takes it: the ID-typed userID as a number. */
 const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefined ? input : { ...input, userID: idValue(input.userID) });
 
@@ -153,6 +159,13 @@ export class TokenResolver {
   async destroyToken(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     await ctx.services.tokens.destroy(callerOf(ctx), id);
     return true;
+  }
+
+  @Mutation(() => TokenRevocationType, {
+    description: 'Revokes every live token matching the filter (an empty filter is refused), except those this token could not have granted.',
+  })
+  async destroyTokens(@Arg('filter', () => TokenFilter) filter: TokenFilter, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.tokens.destroyMatching(callerOf(ctx), listInput({ filter }).filter ?? {});
   }
 
   @Mutation(() => ID, { description: 'Reserves the next token id; updateToken on it creates the token.' })

@@ -1,8 +1,8 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { LockMode } from '@mikro-orm/core';
-import { BEARER_VALUE_PATTERN } from '../auth/authenticate.js';
+import { BEARER_VALUE_PATTERN, liveTokenByValue } from '../auth/authenticate.js';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
-import { compileList, type ListFields, type ListInput, type Page } from '../list/list.js';
+import { andAll, compileList, compileQuery, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { compileKeyset, type ConnectionInput } from '../list/keyset.js';
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { crudService } from '../shared/crud.js';
@@ -10,7 +10,8 @@ import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
 import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
-import { readerFor } from '../db/reads.js';
+import { idArray, readerFor } from '../db/reads.js';
+import { transaction } from '../db/transaction.js';
 import { presentToken, tokenFromRow, TOKEN_COLUMNS, type TokenRecord } from './token.presenter.js';
 
 /** An accessToken travels in an Authorization header: anything else could never be used. */
@@ -82,6 +83,33 @@ async function checkToken(em: EntityManager, values: Record<string, unknown>, ca
 }
 
 const VIEWER = `select ${TOKEN_COLUMNS} from tokens t where t.id = ? and t.deleted_at is null`;
+
+/** RFC 7662 §2.2: what an introspection answers about a token. */
+export type Introspection =
+  | { active: false }
+  | { active: true; scope: string; client_id: string; username: string; sub: string; exp?: number; iat: number; token_type: string };
+
+const INTROSPECTED = `select t.scope, t.client, t.token_type, t.expire_at, t.created_at, u.first_name, u.last_name
+    from tokens t join users u on u.id = t.user_id where t.id = ?`;
+
+/** A timestamptz as PostgreSQL writes it in text, in seconds since the epoch (RFC 7662's NumericDate). */
+const epochSeconds = (text: string) => Math.floor(new Date(text.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00')).getTime() / 1000);
+
+/** The result of a bulk revoke: tokens revoked, and matching tokens left alone (not grantable by the caller). */
+export interface BulkRevocation {
+  revoked: number;
+  skipped: number;
+}
+
+/** Whether the caller could have granted this scope (and so may change or revoke its token). */
+const grantable = (caller: Caller, scope: string) => {
+  try {
+    checkGrantable(caller, scope);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const USER_TOKENS: NestedSource<TokenRecord> = {
   from: 'tokens t',
   columns: TOKEN_COLUMNS,
@@ -120,6 +148,83 @@ export function tokenService(orm: MikroORM) {
   });
   return {
     ...crud,
+
+    /**
+     * RFC 7662 introspection for a caller holding token:read: active with the token's details when
+     * it is live (not deleted or expired, its user not deleted), `{active: false}` for anything
+     * else, unknown values included; never a 404, so nothing tells "never existed" apart.
+     */
+    async introspect(caller: Caller, value: string): Promise<Introspection> {
+      requirePermission(caller, 'token:read');
+      const live = await liveTokenByValue(orm, value);
+      if (!live) return { active: false };
+      const [row] = await rows<Record<string, string | null>>(INTROSPECTED, [live.tokenId]);
+      if (!row) return { active: false };
+      return {
+        active: true,
+        scope: row.scope ?? '',
+        client_id: row.client ?? '',
+        username: `${row.first_name ?? ''} ${row.last_name ?? ''}`.trim(),
+        sub: String(live.userId),
+        ...(row.expire_at ? { exp: epochSeconds(row.expire_at) } : {}),
+        iat: epochSeconds(row.created_at!),
+        token_type: row.token_type || 'Bearer',
+      };
+    },
+
+    /**
+     * RFC 7009 revocation by value: the token is deleted if it is live; an unknown or dead one is
+     * no error (the caller's goal, a token that no longer works, holds). A caller may always revoke
+     * its own token; any other needs token:write and the right to grant the token's scope, like a
+     * delete. Without token:write, naming another token is a 403 whether or not it exists.
+     */
+    async revokeByValue(caller: Caller, value: string): Promise<number> {
+      const live = await liveTokenByValue(orm, value);
+      if (live?.tokenId === caller.tokenId) {
+        // Its own token: no permission needed (RFC 7009 lets a client give up its own credential).
+        const now = new Date();
+        const done = await transaction(orm, (em) =>
+          em.execute<{ id: string }[]>('update tokens set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id', [now, now, live.tokenId]),
+        );
+        return done.length;
+      }
+      if (!can(caller, 'token:write')) {
+        throw AppError.forbidden('token:write', 'without the "token:write" permission a token may revoke only itself');
+      }
+      if (!live) return 0;
+      try {
+        await crud.destroy(caller, live.tokenId);
+        return 1;
+      } catch (err) {
+        // Deleted between the lookup and the delete: revoked all the same.
+        if (err instanceof AppError && err.error === 'NOT_FOUND') return 0;
+        throw err;
+      }
+    },
+
+    /**
+     * Bulk revoke (DELETE /token/?filter=…, GraphQL destroyTokens): soft-deletes every live token
+     * matching the filter that the caller could have granted; the others are left alone and
+     * counted as skipped. A filter that selects everything (absent, blank, `{}`) is refused: "all
+     * tokens" is never what a missing filter means.
+     */
+    async destroyMatching(caller: Caller, filter: unknown): Promise<BulkRevocation> {
+      requirePermission(caller, 'token:write');
+      const blank = filter === undefined || filter === null || (typeof filter === 'string' && filter.trim() === '');
+      const { where } = blank ? { where: null } : compileQuery({ filter }, TOKEN_LIST_FIELDS);
+      if (!where) throw AppError.invalid([{ field: 'filter', message: 'is required: a bulk revoke never means every token' }]);
+      return transaction(orm, async (em) => {
+        const live = andAll({ sql: 't.deleted_at is null', params: [] }, where)!;
+        const matched = await em.execute<{ id: string; scope: string }[]>(`select t.id, t.scope from tokens t where ${live.sql} for update`, live.params);
+        const ids = matched.filter((t) => grantable(caller, t.scope)).map((t) => Number(t.id));
+        if (ids.length) {
+          const now = new Date();
+          await em.execute('update tokens set deleted_at = ?, updated_at = ? where id = any(?::bigint[])', [now, now, idArray(ids)]);
+        }
+        return { revoked: ids.length, skipped: matched.length - ids.length };
+      });
+    },
+
     /** The calling token itself (GraphQL `viewer`): any valid token may read its own record. */
     async viewer(caller: Caller): Promise<TokenRecord> {
       const [row] = await rows(VIEWER, [caller.tokenId]);
