@@ -8,6 +8,7 @@ import { corsMiddleware } from './http/cors.js';
 import { docsPage, serviceVersion } from './http/docs.js';
 import { openApiDocument } from './http/openapi.js';
 import { oauthRoutes } from './oauth/oauth.routes.js';
+import { auditRoutes } from './audit/audit.routes.js';
 import { localExplorer } from './graphql/explorer.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
@@ -85,6 +86,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
     applicationRoutes(services.applications, config.basePath),
     roleRoutes(services.roles, config.basePath),
     linkRoutes(services.links),
+    auditRoutes(services.audit),
   ]) {
     api.use(routes.routes());
   }

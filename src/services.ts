@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { applicationService } from './applications/application.service.js';
+import { auditService } from './audit/audit.service.js';
 import { linkService } from './links/link.service.js';
 import { roleService } from './roles/role.service.js';
 import { tokenService } from './tokens/token.service.js';
@@ -13,6 +14,7 @@ export function createServices(orm: MikroORM) {
     applications: applicationService(orm),
     roles: roleService(orm),
     links: linkService(orm),
+    audit: auditService(orm),
   };
 }
 

@@ -200,6 +200,7 @@ const connection = { totalCount: expect.any(Number), edges: expect.any(Array) };
 const OPERATIONS: Operation[] = [
   // queries
   { field: 'users', query: '{ users { total data { id } } }', variables: () => ({}), permission: 'user:read', expected: () => page },
+  { field: 'auditEvents', query: '{ auditEvents { total data { id } } }', variables: () => ({}), permission: 'audit:read', expected: () => page },
   { field: 'usersConnection', query: '{ usersConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'user:read', expected: () => connection },
   { field: 'user', query: 'query($id: ID!) { user(id: $id) { id } }', variables: (f) => ({ id: f.user }), permission: 'user:read', expected: (f) => ({ id: String(f.user) }) },
   { field: 'tokens', query: '{ tokens { total data { id } } }', variables: () => ({}), permission: 'token:read', expected: () => page },

@@ -18,7 +18,7 @@ const ROUTES = [
   'get /user/{id}/application', 'post /user/{id}/application', 'delete /user/{id}/application',
   'get /user/{id}/application/{applicationID}', 'put /user/{id}/application/{applicationID}',
   'get /user/{id}/role', 'post /user/{id}/role', 'delete /user/{id}/role',
-  'delete /token', 'post /oauth/introspect', 'post /oauth/revoke', 'get /authorize/{applicationID}',
+  'get /audit', 'delete /token', 'post /oauth/introspect', 'post /oauth/revoke', 'get /authorize/{applicationID}',
   'get /healthz', 'get /readyz', 'get /metrics', 'get /openapi.json', 'get /docs',
 ];
 

@@ -1,7 +1,7 @@
 import { AppError } from '../shared/errors.js';
 
 export type Resource = 'user' | 'token' | 'application' | 'role';
-export type Permission = `${Resource}:${'read' | 'write'}`;
+export type Permission = `${Resource}:${'read' | 'write'}` | 'audit:read';
 
 /** Who is calling: the authenticated token, passed into every service call. */
 export interface Caller {
@@ -10,6 +10,8 @@ export interface Caller {
   scopes: ReadonlySet<string>;
   /** The calling client: its X-Client header, else the product token of its User-Agent, else "". */
   client: string;
+  /** The request's X-Request-Id, recorded with every audit event the call appends. */
+  requestId?: string;
 }
 
 /** `*` grants everything; `user:*` every permission on users; else the exact permission. */

@@ -22,9 +22,9 @@ export function PageType<T extends object>(item: ClassType<T>) {
 /** page and pageSize of every list (defaults and limits: SPEC §5). */
 @ArgsType()
 export class PageArgs {
-  @Field(() => Int, { nullable: true, description: 'From 1; default 1.' })
+  @Field(() => Int, { nullable: true, description: 'Default 1; below 1 reads as 1.' })
   page?: number;
 
-  @Field(() => Int, { nullable: true, description: 'From 1 to 1000; default 20.' })
+  @Field(() => Int, { nullable: true, description: 'Default 20; below 1 reads as 20, above 1000 as 1000.' })
   pageSize?: number;
 }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { GraphQLObjectType, printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, getMetadataStorage } from 'type-graphql';
 import { ApplicationResolver } from '../applications/application.graphql.js';
+import { AuditResolver } from '../audit/audit.graphql.js';
 import { LinkResolver, UserLinksResolver } from '../links/link.graphql.js';
 import { RoleResolver } from '../roles/role.graphql.js';
 import { TokenResolver, UserTokensResolver } from '../tokens/token.graphql.js';
@@ -15,7 +16,7 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
   // met them; sorted by position, `updateUser(id, input)` reads in the schema as it does in the code.
   getMetadataStorage().params.sort((a, b) => a.index - b.index);
   built ??= buildSchema({
-    resolvers: [UserResolver, TokenResolver, UserTokensResolver, ApplicationResolver, RoleResolver, LinkResolver, UserLinksResolver],
+    resolvers: [UserResolver, TokenResolver, UserTokensResolver, ApplicationResolver, RoleResolver, LinkResolver, UserLinksResolver, AuditResolver],
     validate: false, // the services validate every input, for REST and GraphQL alike
   }).then(withPlainFields);
   return built;

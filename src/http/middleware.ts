@@ -70,7 +70,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(orm: MikroORM) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await authenticate(orm, authorizationOf(ctx.req), clientOf(ctx.req.headers));
+    ctx.state.caller = { ...(await authenticate(orm, authorizationOf(ctx.req), clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
     await next();
   };
 }

@@ -127,6 +127,21 @@ function components(): Schema {
       },
     },
     LinkRight: writeSchema(LINK_RIGHT_BODY, 'create'),
+    AuditEvent: {
+      type: 'object',
+      required: ['id', 'at', 'actorTokenID', 'actorUserID', 'requestId', 'action', 'resource', 'recordID', 'changes'],
+      properties: {
+        id: scalar('id'),
+        at: scalar('date'),
+        actorTokenID: nullable(scalar('id'), true),
+        actorUserID: nullable(scalar('id'), true),
+        requestId: nullable(scalar('string'), true),
+        action: { enum: ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] },
+        resource: { type: 'string' },
+        recordID: scalar('id'),
+        changes: { type: 'object', additionalProperties: { type: 'object', properties: { before: {}, after: {} } } },
+      },
+    },
     BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
     TokenParameter: { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } } },
     Introspection: {
@@ -282,6 +297,7 @@ function operations(): Map<string, Schema> {
   });
   const right = write('Set the right of a user’s link to an application', ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
   ops.set('PUT /user/{id}/application/{applicationID}', right);
+  ops.set('GET /audit', listOperation('The audit log (needs audit:read)', ref('AuditEvent'), false));
   ops.set('DELETE /token', {
     summary: 'Revoke every live token matching the filter (an empty filter is a 400)',
     parameters: [{ ...param('filter'), required: true } as Schema],

@@ -4,6 +4,7 @@ import { Application } from '../applications/application.entity.js';
 import { requirePermission, type Caller } from '../auth/caller.js';
 import { readerFor, whereSql, type Rows } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
+import { appendAudit, changesOf } from '../audit/audit.service.js';
 import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page } from '../list/list.js';
 import { compileKeyset, type ConnectionInput } from '../list/keyset.js';
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
@@ -114,17 +115,26 @@ async function link(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: un
       throw AppError.invalid([{ field: `${kind.label}IDs`, message: `no live ${kind.label} with id ${unknown.join(', ')}` }]);
     }
     const rows = ids.map(() => '(?, ?)').join(', ');
-    const result = await em.execute(
+    const created = await em.execute<Record<string, string>[]>(
       `insert into ${kind.table} (user_id, ${kind.column}) values ${rows}
        on conflict (user_id, ${kind.column}) do update
          set ${kind.fresh} deleted_at = null, created_at = now(), updated_at = now()
-         where ${kind.table}.deleted_at is not null`,
+         where ${kind.table}.deleted_at is not null
+       returning ${kind.column} as linked`,
       ids.flatMap((id) => [userId, id]),
-      'run',
     );
-    return (result as unknown as { affectedRows: number }).affectedRows;
+    await appendAudit(em, caller, created.map((row) => linkEvent(kind, 'link', userId, Number(row.linked))));
+    return created.length;
   });
 }
+
+/** One link made or removed: an event of the user's `application_link` or `role_link`. */
+const linkEvent = (kind: LinkKind, action: 'link' | 'unlink', userId: number, targetId: number) => ({
+  action,
+  resource: `${kind.label}_link`,
+  recordID: userId,
+  changes: changesOf(action === 'link' ? {} : { [`${kind.label}ID`]: targetId }, action === 'link' ? { [`${kind.label}ID`]: targetId } : {}),
+});
 
 async function unlink(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: unknown, body: unknown): Promise<number> {
   requirePermission(caller, 'user:write');
@@ -133,13 +143,14 @@ async function unlink(orm: MikroORM, kind: LinkKind, caller: Caller, rawUserId: 
   return transaction(orm, async (em) => {
     await requireLiveUser(em, userId, true);
     if (ids.length === 0) return 0;
-    const result = await em.execute(
+    const removed = await em.execute<Record<string, string>[]>(
       `update ${kind.table} set deleted_at = now(), updated_at = now()
-       where user_id = ? and ${kind.column} in (${ids.map(() => '?').join(', ')}) and deleted_at is null`,
+       where user_id = ? and ${kind.column} in (${ids.map(() => '?').join(', ')}) and deleted_at is null
+       returning ${kind.column} as unlinked`,
       [userId, ...ids],
-      'run',
     );
-    return (result as unknown as { affectedRows: number }).affectedRows;
+    await appendAudit(em, caller, removed.map((row) => linkEvent(kind, 'unlink', userId, Number(row.unlinked))));
+    return removed.length;
   });
 }
 
@@ -247,11 +258,17 @@ export function linkService(orm: MikroORM) {
       const { right } = readWriteBody(body, LINK_RIGHT_BODY, 'create') as { right: number };
       const updated = await transaction(orm, async (em) => {
         const found = await findApplicationLink(em, userId, applicationId, true);
+        const before = found.right;
         if (found.right !== right) {
           found.right = right;
           found.updatedAt = new Date();
         }
         await em.flush();
+        if (before !== right) {
+          await appendAudit(em, caller, [
+            { action: 'right', resource: 'application_link', recordID: userId, changes: { applicationID: { before: applicationId, after: applicationId }, ...changesOf({ right: before }, { right }) } },
+          ]);
+        }
         return found;
       });
       return applicationLinkFromEntity(updated);

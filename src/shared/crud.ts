@@ -11,6 +11,7 @@ import { idArray, readerFor, whereSql } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
 import { compileKeyset, connectionOf, sortColumns, type Connection, type ConnectionInput } from '../list/keyset.js';
 import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
+import { appendAudit, changesOf, type AuditAction } from '../audit/audit.service.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, requireObject, type WritableFields } from './input.js';
 import { checkId } from './values.js';
@@ -148,21 +149,33 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
     record.updatedAt = now;
     def.onCreate?.(record, caller);
     await em.flush();
+    await appendAudit(em, caller, [{ action: 'create', resource: def.resource, recordID: record.id, changes: changesOf({}, values) }]);
     return record;
   }
 
-  /** Applies validated values to a live record (shared by PUT, PATCH and special setters). */
-  async function update(caller: Caller, rawId: unknown, values: Record<string, unknown>): Promise<R> {
+  /** Applies values to a live record, and appends the write's audit event (changed fields only). */
+  async function change(em: EntityManager, caller: Caller, record: E, values: Record<string, unknown>, action: AuditAction): Promise<void> {
+    const target = record as Record<string, unknown>;
+    const before = Object.fromEntries(Object.keys(values).map((name) => [name, target[def.properties?.[name] ?? name]]));
+    if (assign(record, values)) {
+      record.updatedAt = new Date();
+      def.onChange?.(record);
+    }
+    await em.flush();
+    const after = Object.fromEntries(Object.keys(values).map((name) => [name, target[def.properties?.[name] ?? name]]));
+    // One event per record changed: a write that matched but changed nothing leaves none.
+    const changes = changesOf(before, after);
+    if (Object.keys(changes).length) await appendAudit(em, caller, [{ action, resource: def.resource, recordID: record.id, changes }]);
+  }
+
+  /** Applies validated values to a live record (shared by PUT, PATCH and special setters such as status). */
+  async function update(caller: Caller, rawId: unknown, values: Record<string, unknown>, action: AuditAction = 'update'): Promise<R> {
     requirePermission(caller, write);
     const id = parseId(rawId);
     const record = await inTransaction(values, async (em) => {
       const record = await lockLive(em, id, caller);
       await def.check?.(em, values, caller);
-      if (assign(record, values)) {
-        record.updatedAt = new Date();
-        def.onChange?.(record);
-      }
-      await em.flush();
+      await change(em, caller, record, values, action);
       return record;
     });
     return def.fromEntity(record);
@@ -270,11 +283,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         if (claimed.length > 0) return { record: await insert(em, caller, values, id), created: true };
         const record = await lockLive(em, id, caller);
         await def.check?.(em, values, caller);
-        if (assign(record, values)) {
-          record.updatedAt = new Date();
-          def.onChange?.(record);
-        }
-        await em.flush();
+        await change(em, caller, record, values, 'update');
         return { record, created: false };
       });
       return { record: def.fromEntity(replaced.record), created: replaced.created };
@@ -285,12 +294,13 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       requirePermission(caller, write);
       parseId(rawId);
       const values = readWriteBody(body, def.writable, 'patch', parseAttrs(attrsHeader, def.writable));
-      return update(caller, rawId, values);
+      return update(caller, rawId, values, 'patch');
     },
 
     update,
 
-    async destroy(caller: Caller, rawId: unknown): Promise<void> {
+    /** Soft delete; `action` names it in the audit log (a token's revocation is a `revoke`). */
+    async destroy(caller: Caller, rawId: unknown, action: AuditAction = 'delete'): Promise<void> {
       requirePermission(caller, write);
       const id = parseId(rawId);
       await inTransaction({}, async (em) => {
@@ -300,6 +310,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         record.updatedAt = now;
         await em.flush();
         await def.cascade?.(em, id, now);
+        await appendAudit(em, caller, [{ action, resource: def.resource, recordID: id, changes: changesOf({ deletedAt: null }, { deletedAt: now }) }]);
       });
     },
 
@@ -312,6 +323,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
            values (?, nextval(pg_get_serial_sequence('${def.table}', 'id'))) returning id`,
           [def.resource],
         );
+        await appendAudit(em, caller, [{ action: 'apply', resource: def.resource, recordID: Number(row.id), changes: {} }]);
         return Number(row.id);
       });
     },

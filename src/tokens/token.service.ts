@@ -12,6 +12,7 @@ import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
 import { idArray, readerFor } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
+import { appendAudit, changesOf } from '../audit/audit.service.js';
 import { presentToken, tokenFromRow, TOKEN_COLUMNS, type TokenRecord } from './token.presenter.js';
 
 /** An accessToken travels in an Authorization header: anything else could never be used. */
@@ -45,7 +46,7 @@ export const TOKEN_LIST_FIELDS: ListFields = {
 };
 
 /** The scopes this service itself understands; other scope words pass through untouched. */
-const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*))$/;
+const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*)|audit:(read|\*))$/;
 
 /**
  * A token may only carry this service's permissions that its creator holds itself, and only such
@@ -183,17 +184,18 @@ export function tokenService(orm: MikroORM) {
       if (live?.tokenId === caller.tokenId) {
         // Its own token: no permission needed (RFC 7009 lets a client give up its own credential).
         const now = new Date();
-        const done = await transaction(orm, (em) =>
-          em.execute<{ id: string }[]>('update tokens set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id', [now, now, live.tokenId]),
-        );
-        return done.length;
+        return transaction(orm, async (em) => {
+          const done = await em.execute<{ id: string }[]>('update tokens set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id', [now, now, live.tokenId]);
+          await appendAudit(em, caller, done.map(() => ({ action: 'revoke' as const, resource: 'token', recordID: live.tokenId, changes: changesOf({ deletedAt: null }, { deletedAt: now }) })));
+          return done.length;
+        });
       }
       if (!can(caller, 'token:write')) {
         throw AppError.forbidden('token:write', 'without the "token:write" permission a token may revoke only itself');
       }
       if (!live) return 0;
       try {
-        await crud.destroy(caller, live.tokenId);
+        await crud.destroy(caller, live.tokenId, 'revoke');
         return 1;
       } catch (err) {
         // Deleted between the lookup and the delete: revoked all the same.
@@ -220,6 +222,8 @@ export function tokenService(orm: MikroORM) {
         if (ids.length) {
           const now = new Date();
           await em.execute('update tokens set deleted_at = ?, updated_at = ? where id = any(?::bigint[])', [now, now, idArray(ids)]);
+          const changes = changesOf({ deletedAt: null }, { deletedAt: now });
+          await appendAudit(em, caller, ids.map((recordID) => ({ action: 'revoke' as const, resource: 'token', recordID, changes })));
         }
         return { revoked: ids.length, skipped: matched.length - ids.length };
       });

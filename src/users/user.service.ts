@@ -58,7 +58,7 @@ export function userService(orm: MikroORM) {
     /** PATCH or PUT /user/{id}/status/ with {"status": n}. */
     async updateStatus(caller: Caller, id: unknown, body: unknown): Promise<UserRecord> {
       requirePermission(caller, 'user:write'); // before the body is read: 403 wins over 400
-      return crud.update(caller, id, readWriteBody(body, USER_STATUS_BODY, 'create'));
+      return crud.update(caller, id, readWriteBody(body, USER_STATUS_BODY, 'create'), 'status');
     },
   };
 }

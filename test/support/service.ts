@@ -65,6 +65,7 @@ const TABLES: Record<string, string> = {
   user_roles: 'user_id, role_id',
   id_reservations: 'resource, id',
   live_counts: 'table_name',
+  audit_events: 'id',
 };
 
 export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
