@@ -54,6 +54,7 @@ test('an event for each kind of write, with the actor, the request id and the ch
   await svc.request('POST', '/token/', { body: { id: reserved, userID: user, accessToken: secret }, headers: rid(10) });
   await svc.request('POST', '/oauth/revoke', { body: { token: secret }, headers: rid(11) });
   await svc.request('DELETE', `/user/${user}`, { headers: rid(12) });
+  await svc.request('POST', `/user/${user}/restore`, { headers: rid(13) });
 
   const events = await eventsSince(start);
   const [admin] = await svc.sql<{ id: string; user_id: string }>('select id, user_id from tokens where scope = ? order by id limit 1', ['*']);
@@ -70,6 +71,7 @@ test('an event for each kind of write, with the actor, the request id and the ch
     ['audit-10', 'create', 'token', reserved],
     ['audit-11', 'revoke', 'token', reserved],
     ['audit-12', 'delete', 'user', user],
+    ['audit-13', 'restore', 'user', user],
   ]);
   for (const e of events) expect({ token: e.actorTokenID, user: e.actorUserID }).toEqual({ token: Number(admin.id), user: Number(admin.user_id) });
   expect(events[1].changes).toEqual({ lastName: { before: 'Dit', after: 'Dited' } });
@@ -79,6 +81,7 @@ test('an event for each kind of write, with the actor, the request id and the ch
   expect(events[6].changes).toMatchObject({ right: { before: 0, after: 5 } });
   expect(events[9].changes.accessToken).toEqual({ before: null, after: '[redacted]' });
   expect(events[11].changes.deletedAt).toEqual({ before: null, after: expect.stringMatching(/^\d{4}-/) });
+  expect(events[12].changes.deletedAt).toEqual({ before: events[11].changes.deletedAt.after, after: null });
   // The secret never reaches the log, in any form.
   const dump = JSON.stringify(await svc.sql('select * from audit_events'));
   expect(dump).not.toContain(secret);

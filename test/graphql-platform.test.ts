@@ -161,6 +161,8 @@ interface Fixture {
   token: number;
   application: number;
   role: number;
+  /** Soft-deleted records, for the restore mutations. */
+  deleted: { user: number; token: number; application: number; role: number };
 }
 
 /** Creates over REST as the admin; REST answers the new id as a bare number. */
@@ -180,7 +182,14 @@ async function makeFixture(): Promise<Fixture> {
   // Links answer how many were created.
   expect(await admin('POST', `/user/${user}/application/`, [application])).toBe(1);
   expect(await admin('POST', `/user/${user}/role/`, [role])).toBe(1);
-  return { user, bareUser, token, application, role };
+  const deleted = {
+    user: await adminCreate('/user/', { firstName: 'Deleted', lastName: uniq('user') }),
+    token: await adminCreate('/token/', { userID: owner, accessToken: uniq('deleted-token'), scope: 'openid' }),
+    application: await adminCreate('/application/', { name: uniq('deleted-app') }),
+    role: await adminCreate('/role/', { name: uniq('deleted-role') }),
+  };
+  for (const [resource, id] of Object.entries(deleted)) expect(await admin('DELETE', `/${resource}/${id}`)).toBe(1);
+  return { user, bareUser, token, application, role, deleted };
 }
 
 interface Operation {
@@ -238,6 +247,10 @@ const OPERATIONS: Operation[] = [
     variables: (f) => ({ id: f.user }), permission: 'user:write', expected: (f) => ({ id: String(f.user), status: 3 }),
   },
   { field: 'destroyUser', query: 'mutation($id: ID!) { destroyUser(id: $id) }', variables: (f) => ({ id: f.user }), permission: 'user:write', expected: () => true },
+  {
+    field: 'restoreUser', query: 'mutation($id: ID!) { restoreUser(id: $id) { id deletedAt } }',
+    variables: (f) => ({ id: f.deleted.user }), permission: 'user:write', expected: (f) => ({ id: String(f.deleted.user), deletedAt: null }),
+  },
   { field: 'applyUserID', query: 'mutation { applyUserID }', variables: () => ({}), permission: 'user:write', expected: () => expect.stringMatching(/^\d+$/) },
   {
     field: 'linkUserApplications', query: 'mutation($id: ID!, $a: [ID!]!) { linkUserApplications(id: $id, applicationIDs: $a) }',
@@ -280,6 +293,10 @@ const OPERATIONS: Operation[] = [
     permission: 'token:write',
     expected: () => ({ revoked: 1, skipped: 0 }),
   },
+  {
+    field: 'restoreToken', query: 'mutation($id: ID!) { restoreToken(id: $id) { id version } }',
+    variables: (f) => ({ id: f.deleted.token }), permission: 'token:write', expected: (f) => ({ id: String(f.deleted.token), version: '2' }),
+  },
   { field: 'applyTokenID', query: 'mutation { applyTokenID }', variables: () => ({}), permission: 'token:write', expected: () => expect.stringMatching(/^\d+$/) },
   // applications and roles
   ...(['Application', 'Role'] as const).flatMap((type): Operation[] => {
@@ -299,6 +316,10 @@ const OPERATIONS: Operation[] = [
         variables: (f) => ({ id: f[key], n: `patched-${key}-${f[key]}` }), permission, expected: (f) => ({ id: String(f[key]), name: `patched-${key}-${f[key]}` }),
       },
       { field: `destroy${type}`, query: `mutation($id: ID!) { destroy${type}(id: $id) }`, variables: (f) => ({ id: f[key] }), permission, expected: () => true },
+      {
+        field: `restore${type}`, query: `mutation($id: ID!) { restore${type}(id: $id) { id } }`,
+        variables: (f) => ({ id: f.deleted[key] }), permission, expected: (f) => ({ id: String(f.deleted[key]) }),
+      },
     ];
   }),
 ];

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 /** Every REST route the service serves (SPEC §4 and the seed), as METHOD /template. */
 const ROUTES = [
-  ...['user', 'token', 'application', 'role'].flatMap((r) => [`get /${r}`, `post /${r}`, `get /${r}/{id}`, `put /${r}/{id}`, `patch /${r}/{id}`, `delete /${r}/{id}`]),
+  ...['user', 'token', 'application', 'role'].flatMap((r) => [`get /${r}`, `post /${r}`, `get /${r}/{id}`, `put /${r}/{id}`, `patch /${r}/{id}`, `delete /${r}/{id}`, `post /${r}/{id}/restore`]),
   'post /apply/user/id', 'post /apply/token/id',
   'patch /user/{id}/status', 'put /user/{id}/status',
   'get /user/{id}/application', 'post /user/{id}/application', 'delete /user/{id}/application',
@@ -48,7 +48,9 @@ test('the schemas come from the field tables the service validates with', async 
   const patch = doc.paths['/user/{id}'].patch;
   expect(patch.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['id', 'Prefer', 'Attrs']);
   const list = doc.paths['/user'].get;
-  expect(list.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['filter', 'orderBy', 'page', 'pageSize']);
+  expect(list.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['filter', 'orderBy', 'page', 'pageSize', 'deleted']);
+  expect(doc.paths['/user/{id}/application'].get.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['id', 'filter', 'orderBy', 'page', 'pageSize']);
+  expect(doc.paths['/token/{id}/restore'].post.responses).toHaveProperty('409');
   expect(Object.keys(list.responses[200].headers)).toEqual(['X-Total-Count', 'Link']);
   expect(doc.paths['/healthz'].get.security).toEqual([]);
   expect(doc.security).toEqual([{ bearer: [] }]);

@@ -1,6 +1,6 @@
 import { ArgsType, Field, Int, ObjectType, type ClassType } from 'type-graphql';
-import type { ConnectionInput } from '../list/keyset.js';
-import { orderKeys } from './filters.js';
+import type { RecordConnectionInput } from '../shared/crud.js';
+import { orderKeys, type DeletedRecords } from './filters.js';
 
 /** Relay's page info: where a keyset page sits. */
 @ObjectType('PageInfo')
@@ -56,8 +56,11 @@ export class ConnectionArgs {
 }
 
 /** The arguments of a connection field as the keyset module takes them. */
-export function connectionInput(args: ConnectionArgs & { filter?: object | null; orderBy?: readonly object[] | null }): ConnectionInput {
+export function connectionInput(
+  args: ConnectionArgs & { filter?: object | null; orderBy?: readonly object[] | null; deleted?: DeletedRecords | null },
+): RecordConnectionInput {
   return {
+    deleted: args.deleted ?? undefined,
     filter: args.filter ?? undefined,
     orderBy: orderKeys(args.orderBy),
     first: args.first,

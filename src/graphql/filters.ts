@@ -1,7 +1,8 @@
 import { SafeIntResolver } from 'graphql-scalars';
 import { DateTime } from './scalars.js';
 import { Field, ID, InputType, Int, registerEnumType } from 'type-graphql';
-import type { ListInput, OrderKey } from '../list/list.js';
+import type { OrderKey } from '../list/list.js';
+import type { RecordListInput } from '../shared/crud.js';
 import { AppError } from '../shared/errors.js';
 
 /**
@@ -81,6 +82,21 @@ export enum SortDirection {
 }
 registerEnumType(SortDirection, { name: 'SortDirection' });
 
+/** The `deleted` argument of a top-level list (SPEC §9); left out: live records only. */
+export enum DeletedRecords {
+  ONLY = 'only',
+  INCLUDE = 'include',
+}
+registerEnumType(DeletedRecords, {
+  name: 'DeletedRecords',
+  description: 'Soft-deleted records in a list: ONLY them, or INCLUDE them with the live ones. Each then has its deletedAt.',
+  valuesConfig: { ONLY: { description: 'Only deleted records.' }, INCLUDE: { description: 'Live and deleted records.' } },
+});
+
+/** The descriptions of `deleted` and `deletedAt`, the same on every record type. */
+export const DELETED_ARG = 'Left out: live records only. ONLY or INCLUDE: deleted ones too, with their deletedAt.';
+export const DELETED_AT = 'When it was deleted (soft); null for a live record. Read by lists with deleted: ONLY or INCLUDE.';
+
 /** `[{lastName: DESC}, {id: ASC}]`: each item names exactly one field. */
 export function orderKeys(items: readonly object[] | undefined | null): OrderKey[] | undefined {
   if (!items) return undefined;
@@ -92,6 +108,18 @@ export function orderKeys(items: readonly object[] | undefined | null): OrderKey
 }
 
 /** The list arguments of a GraphQL field as the list module takes them. */
-export function listInput(args: { filter?: object | null; orderBy?: readonly object[] | null; page?: number | null; pageSize?: number | null }): ListInput {
-  return { filter: args.filter ?? undefined, orderBy: orderKeys(args.orderBy), page: args.page ?? undefined, pageSize: args.pageSize ?? undefined };
+export function listInput(args: {
+  filter?: object | null;
+  orderBy?: readonly object[] | null;
+  page?: number | null;
+  pageSize?: number | null;
+  deleted?: DeletedRecords | null;
+}): RecordListInput {
+  return {
+    filter: args.filter ?? undefined,
+    orderBy: orderKeys(args.orderBy),
+    page: args.page ?? undefined,
+    pageSize: args.pageSize ?? undefined,
+    deleted: args.deleted ?? undefined,
+  };
 }

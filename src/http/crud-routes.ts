@@ -5,8 +5,8 @@ import { listQuery, sendCount, sendCreated, sendCreatedByUpdate, sendList, sendU
 
 /**
  * The REST routes every record type shares (SPEC §4): list, create (with a reserved id or not),
- * get, update (PUT, which creates on a reserved id), patch (with Attrs), destroy, and — where the
- * seed has it — apply id. Answers in the original service's dialect (respond.ts).
+ * get, update (PUT, which creates on a reserved id), patch (with Attrs), destroy, restore (SPEC §9),
+ * and — where the seed has it — apply id. Answers in the original service's dialect (respond.ts).
  */
 export function crudRoutes<E extends LiveRecord, R extends { id: number }>(options: {
   path: string;
@@ -19,7 +19,7 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
 
   router.get(path, async (ctx) => {
-    sendList(ctx, await service.list(ctx.state.caller, listQuery(ctx)));
+    sendList(ctx, await service.list(ctx.state.caller, { ...listQuery(ctx), deleted: ctx.query.deleted }));
   });
 
   router.post(path, async (ctx) => {
@@ -44,6 +44,11 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
   router.delete(`${path}/:id`, async (ctx) => {
     await service.destroy(ctx.state.caller, ctx.params.id);
     sendCount(ctx, 1);
+  });
+
+  // Answers as an update does: `1`, or the restored record with Prefer: return=representation.
+  router.post(`${path}/:id/restore`, async (ctx) => {
+    sendUpdated(ctx, await service.restore(ctx.state.caller, ctx.params.id));
   });
 
   if (options.applyPath) {

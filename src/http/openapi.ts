@@ -22,7 +22,7 @@ const ERROR_STATUSES: Record<string, string> = {
   401: 'Missing or invalid access token',
   403: 'The token lacks the permission',
   404: 'No such live record, link or path',
-  409: 'Conflict with another record (a duplicate unique value, an id that exists)',
+  409: 'Conflict with another record (a duplicate unique value, an id that exists) or with the record’s state (a restore of a record that is not deleted)',
   413: 'Body over 1 MiB',
   415: 'Body that is not JSON',
   503: 'Database unavailable (Retry-After says when to try again)',
@@ -186,6 +186,14 @@ function components(): Schema {
       schema: { type: 'string', pattern: '^[+-]?[0-9]*$' },
       description: `an integer, default ${LIST_LIMITS.defaultPageSize}; below 1 reads as the default, above ${LIST_LIMITS.maxPageSize} as ${LIST_LIMITS.maxPageSize}`,
     },
+    deleted: {
+      name: 'deleted',
+      in: 'query',
+      schema: { type: 'string', enum: ['only', 'include'] },
+      description:
+        'Soft-deleted records (any case): `only` them, or `include` them with the live ones; every record of such an answer then ' +
+        'carries `deletedAt` (null for a live one). Left out or empty: live records only, without `deletedAt`',
+    },
     Attrs: {
       name: 'Attrs',
       in: 'header',
@@ -225,12 +233,17 @@ const WRITE_ERRORS = [400, 401, 403, 404, 409, 413, 415, 503];
 /** Either the original's bare answer or, with `Prefer: return=representation`, the record. */
 const preferred = (bare: Schema, record: Schema) => json({ oneOf: [bare, record] });
 
+/**
+ * A list: a user's links (`withId`) or a top-level list, which also takes `deleted` (its records
+ * then carry `deletedAt`).
+ */
 function listOperation(summary: string, item: Schema, withId: boolean): Schema {
+  const records = withId ? item : { allOf: [item, { type: 'object', properties: { deletedAt: nullable(scalar('date'), true) } }] };
   return {
     summary,
-    parameters: [...(withId ? [param('id')] : []), param('filter'), param('orderBy'), param('page'), param('pageSize')],
+    parameters: [...(withId ? [param('id')] : []), param('filter'), param('orderBy'), param('page'), param('pageSize'), ...(withId ? [] : [param('deleted')])],
     responses: {
-      200: { description: 'A page of records, a bare JSON array', headers: { 'X-Total-Count': header('X-Total-Count'), Link: header('Link') }, content: json({ type: 'array', items: item }) },
+      200: { description: 'A page of records, a bare JSON array', headers: { 'X-Total-Count': header('X-Total-Count'), Link: header('Link') }, content: json({ type: 'array', items: records }) },
       ...errors(...READ_ERRORS),
     },
   };
@@ -268,6 +281,14 @@ function operations(): Map<string, Schema> {
       summary: `Delete a ${r.label} (soft)`,
       parameters: [param('id')],
       responses: { 200: { description: '`1`', content: json(ref('One')) }, ...errors(...READ_ERRORS) },
+    });
+    ops.set(`POST ${r.path}/{id}/restore`, {
+      summary: `Restore a deleted ${r.label} (what its delete took with it stays deleted)`,
+      parameters: [param('id'), param('Prefer')],
+      responses: {
+        200: { description: '`1`, or the restored record with Prefer: return=representation', content: preferred(ref('One'), ref(r.schema)) },
+        ...errors(400, 401, 403, 404, 409, 503),
+      },
     });
     ops.set(`POST /apply${r.path}/id`, {
       summary: `Reserve the next ${r.label} id`,

@@ -117,6 +117,29 @@ export function orderSql(order: readonly SortKey[], reverse = false): string {
   return order.map((key) => `${key.column} ${(key.direction === 'asc') !== reverse ? 'asc' : 'desc'}`).join(', ');
 }
 
+/**
+ * Which records a top-level list reads (SPEC §9's `deleted`): the live ones (the default), only
+ * the soft-deleted ones, or both.
+ */
+export type DeletedScope = 'live' | 'only' | 'include';
+
+/**
+ * `deleted` as REST (`?deleted=only`) or GraphQL (the DeletedRecords enum) gives it; any case, an
+ * empty value means the default as every list parameter does (SPEC §5). Anything else is a 400.
+ */
+export function parseDeleted(raw: unknown): DeletedScope {
+  if (raw === undefined || raw === null || raw === '') return 'live';
+  const value = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined;
+  if (value === 'only' || value === 'include') return value;
+  throw AppError.invalid([{ field: 'deleted', message: Array.isArray(raw) ? 'must be given once' : 'must be "only" or "include"' }]);
+}
+
+/** The condition of a scope on a table aliased `t`; null when it reads every row. */
+export function deletedScopeSql(scope: DeletedScope): SqlFragment | null {
+  if (scope === 'include') return null;
+  return { sql: scope === 'live' ? 't.deleted_at is null' : 't.deleted_at is not null', params: [] };
+}
+
 /** `a and b` of the fragments given (null ones left out); null when none is left. */
 export function andAll(...parts: (SqlFragment | null | undefined)[]): SqlFragment | null {
   const given = parts.filter((p): p is SqlFragment => !!p);

@@ -7,10 +7,21 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission, type Caller, type Resource } from '../auth/caller.js';
-import { idArray, readerFor, whereSql } from '../db/reads.js';
+import { idArray, readerFor, whereSql, wireDate } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
 import { compileKeyset, connectionOf, sortColumns, type Connection, type ConnectionInput } from '../list/keyset.js';
-import { andAll, compileList, orderSql, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
+import {
+  andAll,
+  compileList,
+  deletedScopeSql,
+  orderSql,
+  parseDeleted,
+  type DeletedScope,
+  type ListFields,
+  type ListInput,
+  type Page,
+  type SqlFragment,
+} from '../list/list.js';
 import { appendAudit, changesOf, type AuditAction } from '../audit/audit.service.js';
 import { AppError } from './errors.js';
 import { parseAttrs, readWriteBody, requireObject, type WritableFields } from './input.js';
@@ -23,6 +34,20 @@ export interface LiveRecord {
   updatedAt: Date;
   deletedAt: Date | null;
 }
+
+/**
+ * A top-level list's inputs: the list language plus `deleted` (SPEC §9: `only` or `include` reads
+ * soft-deleted records too, each then carrying `deletedAt`). Nested and link lists have no `deleted`.
+ */
+export interface RecordListInput extends ListInput {
+  deleted?: unknown;
+}
+export interface RecordConnectionInput extends ConnectionInput {
+  deleted?: unknown;
+}
+
+/** A record of a list read with `deleted`: when it was deleted, null for a live one. */
+export type WithDeletedAt<R> = R & { deletedAt: string | null };
 
 /** How a list call is answered: `count: false` leaves `total` out (GraphQL, when it is not selected). */
 export interface ListOptions {
@@ -57,6 +82,11 @@ export interface CrudDefinition<E extends LiveRecord, R extends { id: number }> 
   conflict(values: Record<string, unknown>): AppError;
   /** Soft-deletes what depends on a record being deleted (a user's tokens and links). */
   cascade?(em: EntityManager, id: number, now: Date): Promise<void>;
+  /**
+   * Whether a deleted record may come back, inside the restore's transaction (a token needs a live
+   * owner: a token of a deleted user could never authenticate). Throws when not.
+   */
+  checkRestore?(em: EntityManager, record: E, caller: Caller): Promise<void>;
 }
 
 export interface Replaced<R> {
@@ -88,14 +118,24 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
   const fromRow = def.fromRow as (row: unknown) => R;
   const BY_ID = `select ${def.columns} from ${def.table} t where t.id = ? and t.deleted_at is null`;
   const LIVE_COUNT = `select live as total from live_counts where table_name = '${def.table}'`;
-  const LIVE = { sql: 't.deleted_at is null', params: [] };
+  // A list with `deleted` also reads when each record was deleted (and only such a list does, so
+  // the default answers stay exactly the original's records).
+  const COLUMNS_WITH_DELETED_AT = `${def.columns}, t.deleted_at`;
+  const withDeletedAt = (row: unknown): WithDeletedAt<R> => ({
+    ...fromRow(row),
+    deletedAt: wireDate((row as { deleted_at: string | null }).deleted_at),
+  });
 
-  /** How many live records match: the kept live count when nothing is filtered, else counted. */
-  async function countLive(filter: SqlFragment | null): Promise<number> {
-    const where = andAll(LIVE, filter)!;
-    const [row] = filter
-      ? await rows<{ total: string }>(`select count(*) as total from ${def.table} t${whereSql(where)}`, where.params)
-      : await rows<{ total: string }>(LIVE_COUNT);
+  /**
+   * How many records of the scope match. Live records unfiltered: the live count the writes keep
+   * (live_counts), one primary-key read; anything else is counted.
+   */
+  async function countMatches(scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
+    const where = andAll(deletedScopeSql(scope), filter);
+    const [row] =
+      scope === 'live' && !filter
+        ? await rows<{ total: string }>(LIVE_COUNT)
+        : await rows<{ total: string }>(`select count(*) as total from ${def.table} t${whereSql(where)}`, where?.params ?? []);
     return Number(row?.total ?? 0);
   }
 
@@ -183,35 +223,40 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
 
   return {
     /**
-     * A page of live records. The total of an unfiltered list is the live count the writes keep
-     * (live_counts), one primary-key read; a filtered one is counted, beside the page, not after it.
+     * A page of live records, or with `deleted` of deleted ones too (each with `deletedAt`). The
+     * total of an unfiltered live list is the live count the writes keep (live_counts), one
+     * primary-key read; any other is counted, beside the page, not after it.
      */
-    async list(caller: Caller, input: ListInput, options: ListOptions = {}): Promise<Page<R>> {
+    async list(caller: Caller, input: RecordListInput, options: ListOptions = {}): Promise<Page<R>> {
       requirePermission(caller, read);
+      const scope = parseDeleted(input.deleted);
       const q = compileList(input, def.listFields);
-      const where = andAll(LIVE, q.where)!;
-      const page = rows(`select ${def.columns} from ${def.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
-        ...where.params,
+      const where = andAll(deletedScopeSql(scope), q.where);
+      const columns = scope === 'live' ? def.columns : COLUMNS_WITH_DELETED_AT;
+      const page = rows(`select ${columns} from ${def.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
+        ...(where?.params ?? []),
         q.limit,
         q.offset,
       ]);
-      const [data, total] = await Promise.all([page, options.count === false ? null : countLive(q.where)]);
-      return { total, page: q.page, pageSize: q.pageSize, data: data.map(fromRow) };
+      const [data, total] = await Promise.all([page, options.count === false ? null : countMatches(scope, q.where)]);
+      return { total, page: q.page, pageSize: q.pageSize, data: data.map(scope === 'live' ? fromRow : withDeletedAt) };
     },
 
     /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
-    async connection(caller: Caller, input: ConnectionInput, options: ListOptions = {}): Promise<Connection<R>> {
+    async connection(caller: Caller, input: RecordConnectionInput, options: ListOptions = {}): Promise<Connection<R>> {
       requirePermission(caller, read);
+      const scope = parseDeleted(input.deleted);
       const keyset = compileKeyset(input, def.listFields);
-      const where = andAll(LIVE, keyset.where, keyset.bound)!;
+      const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
+      const columns = scope === 'live' ? def.columns : COLUMNS_WITH_DELETED_AT;
       const [found, total] = await Promise.all([
         rows<Record<string, unknown>>(
-          `select ${def.columns}, ${sortColumns(keyset.order)} from ${def.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
-          [...where.params, keyset.limit + 1],
+          `select ${columns}, ${sortColumns(keyset.order)} from ${def.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
+          [...(where?.params ?? []), keyset.limit + 1],
         ),
-        options.count === false ? null : countLive(keyset.where),
+        options.count === false ? null : countMatches(scope, keyset.where),
       ]);
-      return connectionOf(keyset, found, fromRow, total);
+      return connectionOf(keyset, found, scope === 'live' ? fromRow : withDeletedAt, total);
     },
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
@@ -312,6 +357,36 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         await def.cascade?.(em, id, now);
         await appendAudit(em, caller, [{ action, resource: def.resource, recordID: id, changes: changesOf({ deletedAt: null }, { deletedAt: now }) }]);
       });
+    },
+
+    /**
+     * Brings a soft-deleted record back (SPEC §9), as the same record: same id, same values, a new
+     * `updatedAt` (and a token's next `version`). What its delete took with it (a user's tokens and
+     * links, an application's links) stays deleted: those are restored one by one, if at all.
+     * An unknown id is a 404; a live record a 409 (there is nothing to restore); so is a record
+     * whose unique name or accessToken a live record holds now (the unique indexes cover live rows
+     * only), and whatever `checkRestore` refuses.
+     */
+    async restore(caller: Caller, rawId: unknown): Promise<R> {
+      requirePermission(caller, write);
+      const id = parseId(rawId);
+      const values: Record<string, unknown> = {}; // what a unique violation names (def.conflict)
+      const restored = await inTransaction(values, async (em) => {
+        const record = await em.findOne(def.entity, { id } as FilterQuery<E>, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
+        def.guard?.(record, caller);
+        if (record.deletedAt === null) throw AppError.conflict(`the ${def.label} with id ${id} is not deleted`);
+        await def.checkRestore?.(em, record, caller);
+        for (const name of Object.keys(def.writable)) values[name] = (record as Record<string, unknown>)[def.properties?.[name] ?? name];
+        const deletedAt = record.deletedAt;
+        record.deletedAt = null;
+        record.updatedAt = new Date();
+        def.onChange?.(record);
+        await em.flush();
+        await appendAudit(em, caller, [{ action: 'restore', resource: def.resource, recordID: id, changes: changesOf({ deletedAt }, { deletedAt: null }) }]);
+        return record;
+      });
+      return def.fromEntity(restored);
     },
 
     /** Reserves the next id of the record's own sequence; a later PUT on it creates the record. */

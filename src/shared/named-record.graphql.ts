@@ -3,7 +3,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
-import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { DateTimeFilter, DELETED_ARG, DELETED_AT, DeletedRecords, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import type { Services } from '../services.js';
 import { selects } from '../graphql/selection.js';
@@ -25,6 +25,7 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
     @Field(() => String) name!: string;
     @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
     @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
+    @Field(() => DateTime, { nullable: true, description: DELETED_AT }) deletedAt?: string | null;
   }
 
   @ObjectType(`${type}Page`)
@@ -66,12 +67,14 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
   class RecordListArgs extends PageArgs {
     @Field(() => RecordFilter, { nullable: true }) filter?: RecordFilter;
     @Field(() => [RecordOrderBy], { nullable: true }) orderBy?: RecordOrderBy[];
+    @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
   }
 
   @ArgsType()
   class RecordConnectionArgs extends ConnectionArgs {
     @Field(() => RecordFilter, { nullable: true }) filter?: RecordFilter;
     @Field(() => [RecordOrderBy], { nullable: true }) orderBy?: RecordOrderBy[];
+    @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
   }
 
   @Resolver(() => RecordType)
@@ -110,6 +113,14 @@ export function namedRecordGraphQL(names: { type: 'Application' | 'Role'; servic
     async destroy(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
       await serviceOf(ctx).destroy(callerOf(ctx), id);
       return true;
+    }
+
+    @Mutation(() => RecordType, {
+      name: `restore${type}`,
+      description: `Brings a deleted ${singular} back (its name must not be taken by a live one); its links stay deleted.`,
+    })
+    async restore(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+      return serviceOf(ctx).restore(callerOf(ctx), id);
     }
   }
 

@@ -3,7 +3,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
-import { DateTimeFilter, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { DateTimeFilter, DELETED_ARG, DELETED_AT, DeletedRecords, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValue } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { selects } from '../graphql/selection.js';
@@ -27,6 +27,7 @@ export class TokenType {
   @Field(() => String, { description: 'The record revision: "1" on create, incremented on every change.' }) version!: string;
   @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
   @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
+  @Field(() => DateTime, { nullable: true, description: DELETED_AT }) deletedAt?: string | null;
 }
 
 @ObjectType()
@@ -102,7 +103,6 @@ export class TokenListArgs extends PageArgs {
   @Field(() => [TokenOrderBy], { nullable: true }) orderBy?: TokenOrderBy[];
 }
 
-
 @ArgsType()
 export class TokenConnectionArgs extends ConnectionArgs {
   @Field(() => TokenFilter, { nullable: true }) filter?: TokenFilter;
@@ -115,18 +115,29 @@ export class TokenRevocationType {
   @Field(() => Int, { description: 'Matching tokens left alone: their scope is one this token could not have granted.' }) skipped!: number;
 }
 
+/** The top-level lists also read deleted tokens; a user's nested tokens are its live ones. */
+@ArgsType()
+class TokensArgs extends TokenListArgs {
+  @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
+}
+
+@ArgsType()
+class TokensConnectionArgs extends TokenConnectionArgs {
+  @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
+}
+
 /** A write input as the token service takes it: the ID-typed userID as a number. */
 const tokenBody = (input: TokenInput | TokenPatch) => (input.userID === undefined ? input : { ...input, userID: idValue(input.userID) });
 
 @Resolver(() => TokenType)
 export class TokenResolver {
   @Query(() => TokenPage)
-  async tokens(@Args(() => TokenListArgs) args: TokenListArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+  async tokens(@Args(() => TokensArgs) args: TokensArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
     return ctx.services.tokens.list(callerOf(ctx), listInput(args), { count: selects(info, 'total') });
   }
 
   @Query(() => TokenConnection, { description: 'Tokens as keyset pages (Relay connection): first/after or last/before.' })
-  async tokensConnection(@Args(() => TokenConnectionArgs) args: TokenConnectionArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+  async tokensConnection(@Args(() => TokensConnectionArgs) args: TokensConnectionArgs, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
     return ctx.services.tokens.connection(callerOf(ctx), connectionInput(args), { count: selects(info, 'totalCount') });
   }
 
@@ -166,6 +177,11 @@ export class TokenResolver {
   })
   async destroyTokens(@Arg('filter', () => TokenFilter) filter: TokenFilter, @Ctx() ctx: GraphQLContext) {
     return ctx.services.tokens.destroyMatching(callerOf(ctx), listInput({ filter }).filter ?? {});
+  }
+
+  @Mutation(() => TokenType, { description: 'Brings a deleted token back (its user must be live, its accessToken not taken).' })
+  async restoreToken(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.tokens.restore(callerOf(ctx), id);
   }
 
   @Mutation(() => ID, { description: 'Reserves the next token id; updateToken on it creates the token.' })

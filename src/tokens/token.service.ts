@@ -83,6 +83,20 @@ async function checkToken(em: EntityManager, values: Record<string, unknown>, ca
   }
 }
 
+/**
+ * A token comes back only to a live owner: a token of a deleted user cannot authenticate (SPEC §2),
+ * so restoring it would answer success for a credential that does not work. The owner is locked
+ * FOR SHARE as checkToken does, so a concurrent delete of the user cannot slip in between.
+ */
+async function checkTokenRestore(em: EntityManager, token: Token): Promise<void> {
+  const owner = await em.findOne(User, { id: token.user, deletedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ });
+  if (!owner) {
+    throw AppError.conflict(`the token's user ${token.user} is deleted; restore the user first`, [
+      { field: 'userID', message: `user ${token.user} is deleted` },
+    ]);
+  }
+}
+
 const VIEWER = `select ${TOKEN_COLUMNS} from tokens t where t.id = ? and t.deleted_at is null`;
 
 /** RFC 7662 §2.2: what an introspection answers about a token. */
@@ -142,6 +156,7 @@ export function tokenService(orm: MikroORM) {
     onChange(token) {
       token.version += 1;
     },
+    checkRestore: checkTokenRestore,
     conflict: () =>
       AppError.conflict('a live token with this accessToken already exists', [
         { field: 'accessToken', message: 'is already in use' },

@@ -4,7 +4,18 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Args, ArgsType, Ctx, Field, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
-import { DateTimeFilter, IDFilter, IntFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
+import {
+  DateTimeFilter,
+  DELETED_ARG,
+  DELETED_AT,
+  DeletedRecords,
+  IDFilter,
+  IntFilter,
+  listInput,
+  SafeIntFilter,
+  SortDirection,
+  StringFilter,
+} from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { selects } from '../graphql/selection.js';
 import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
@@ -21,6 +32,7 @@ export class UserType {
   @Field(() => Int) status!: number;
   @Field(() => DateTime, { description: 'When it was created (set by the service).' }) createdAt!: string;
   @Field(() => DateTime, { description: 'When it last changed (set by the service).' }) updatedAt!: string;
+  @Field(() => DateTime, { nullable: true, description: DELETED_AT }) deletedAt?: string | null;
 }
 
 @ObjectType()
@@ -86,12 +98,14 @@ export class UserOrderBy {
 class UserListArgs extends PageArgs {
   @Field(() => UserFilter, { nullable: true }) filter?: UserFilter;
   @Field(() => [UserOrderBy], { nullable: true }) orderBy?: UserOrderBy[];
+  @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
 }
 
 @ArgsType()
 class UserConnectionArgs extends ConnectionArgs {
   @Field(() => UserFilter, { nullable: true }) filter?: UserFilter;
   @Field(() => [UserOrderBy], { nullable: true }) orderBy?: UserOrderBy[];
+  @Field(() => DeletedRecords, { nullable: true, description: DELETED_ARG }) deleted?: DeletedRecords;
 }
 
 /** Users over GraphQL: each field parses its arguments, calls the user service, presents the result. */
@@ -136,6 +150,11 @@ export class UserResolver {
   async destroyUser(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     await ctx.services.users.destroy(callerOf(ctx), id);
     return true;
+  }
+
+  @Mutation(() => UserType, { description: 'Brings a deleted user back; its tokens and links stay deleted.' })
+  async restoreUser(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.users.restore(callerOf(ctx), id);
   }
 
   @Mutation(() => ID, { description: 'Reserves the next user id; updateUser on it creates the user.' })
