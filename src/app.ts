@@ -42,6 +42,10 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   app.use(errorHandler(log));
   app.use(requireOneHost);
   app.use(trimTrailingSlash);
+  app.use(async (ctx, next) => {
+    ctx.state.route = routeTemplate(routers, ctx.path, ctx.method);
+    await next();
+  });
   app.use(answerOptions);
 
   const health = new Router<AppState>();
@@ -54,12 +58,8 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   });
   if (metrics) health.get('/metrics', metrics.endpoint);
   // The REST API described (built once, on first request, from the routers as they stand) and rendered.
-  let document: unknown;
+  let document: unknown; // built at the end of createApp, once every route is in place
   health.get('/openapi.json', (ctx) => {
-    document ??= openApiDocument(
-      [{ router: health, prefix: '' }, { router: api, prefix: config.basePath }, { router: oauth, prefix: config.basePath }],
-      { version: serviceVersion() },
-    );
     ctx.body = document;
   });
   const docs = docsPage();
@@ -101,13 +101,32 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   app.use(oauth.routes());
   app.use(oauth.allowedMethods());
   routers.push(health, api, oauth);
+  // A route without a description stops the start here, rather than failing /openapi.json later.
+  document = openApiDocument(
+    [{ router: health, prefix: '' }, { router: api, prefix: config.basePath }, { router: oauth, prefix: config.basePath }],
+    { version: serviceVersion() },
+  );
   return app;
+}
+
+/** The template of the route a request matches (`/user/:id`; by path alone for a wrong method), or undefined. */
+function routeTemplate(routers: Router<AppState>[], path: string, method: string): string | undefined {
+  if (path === '/graphql') return path;
+  let byPath: string | undefined;
+  for (const router of routers) {
+    const matched = router.match(path, method);
+    const route = matched.pathAndMethod.filter((layer) => layer.methods.length > 0).at(-1);
+    if (route) return String(route.path);
+    byPath ??= matched.path.filter((layer) => layer.methods.length > 0).at(-1)?.path as string | undefined;
+  }
+  return byPath;
 }
 
 /** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
 function methodsOf(routers: Router<AppState>[], rawPath: string): string[] {
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
   if (path === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
+  if (path === '/graphiql' || path === '/docs' || path.startsWith('/graphiql/') || path.startsWith('/docs/')) return ['GET', 'HEAD', 'OPTIONS'];
   const methods = new Set<string>();
   for (const router of routers) {
     for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);

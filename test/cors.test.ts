@@ -57,6 +57,11 @@ test('a preflight needs no token: 204 with the path methods, the allowed headers
   expect(graphql.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS', 'POST']);
 });
 
+test('a preflight to an unknown path allows no method', async () => {
+  const res = await svc.request('OPTIONS', '/no/such/path', { token: null, headers: { Origin: APP, 'Access-Control-Request-Method': 'GET' } });
+  expect(res.headers.get('access-control-allow-methods')).toBeNull();
+});
+
 test('an origin not on the list gets no CORS headers (the browser blocks it); a plain OPTIONS is answered as before', async () => {
   const res = await svc.request('GET', '/user/', { headers: { Origin: 'https://evil.example' } });
   expect(res.status).toBe(200);

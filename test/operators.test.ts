@@ -46,6 +46,19 @@ test('/metrics counts requests by method, route template and status, GraphQL ope
   expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
 });
 
+test('client-chosen operation names cannot grow the series; a refused request keeps its route template', async () => {
+  for (const name of ['x'.repeat(500), 'with-dash', 'Ünïcode']) {
+    await svc.request('POST', '/graphql', { body: { query: `query Q { __typename }`.replace('Q', name.includes('-') || name.length > 64 || /[^\x00-\x7f]/.test(name) ? 'Q' : name) } });
+    await svc.request('POST', '/graphql', { rawBody: JSON.stringify({ query: `query ${name.replace(/[^A-Za-z_]/g, 'x')}x { __typename }` }), headers: { 'Content-Type': 'application/json' } });
+  }
+  await svc.request('GET', '/user/', { token: null });
+  const text = (await svc.request('GET', '/metrics', { token: null })).text;
+  expect(text).not.toContain('x'.repeat(100));
+  expect(sample(text, 'graphql_operations_total', { name: 'other', type: 'query' })).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'http_requests_total', { method: 'GET', route: '/user', status: '401' })).toBe(1);
+  expect(text).not.toContain('(?:');
+});
+
 test('METRICS=false: no /metrics', async () => {
   const off = await startTestService({ METRICS: 'false' });
   try {

@@ -99,6 +99,20 @@ test('the first token is created and printed only once the service listens: a st
   expect(await started.exited).toBe(0);
 }, 240_000);
 
+test('SIGTERM while npm start is still building: exit 0, and tsc is not left running', async () => {
+  const { utimes } = await import('node:fs/promises');
+  const now = new Date();
+  await utimes(join(root, 'src', 'main.ts'), now, now); // a source newer than the build
+  const started = npmStart({ PORT: String(await freePort()), DATA_DIR: await dataDir() });
+  await waitFor(() => childrenOf(started.child.pid!).some((pid) => childrenOf(pid).length > 0), 30_000); // start.mjs → tsc
+  const builder = childrenOf(started.child.pid!);
+  const tsc = builder.flatMap(childrenOf);
+  started.child.kill('SIGTERM');
+  expect(await started.exited).toBe(0);
+  await waitFor(() => [...builder, ...tsc].every((pid) => !alive(pid)), 10_000);
+  expect(started.stdout()).not.toContain('listening on');
+}, 120_000);
+
 test('npm run token -- --help prints the usage and exits 0', () => {
   const result = spawnSync('npm', ['run', '--silent', 'token', '--', '--help'], { cwd: root, encoding: 'utf8' });
   expect(result.status).toBe(0);

@@ -29,7 +29,9 @@ export function corsMiddleware(origins: Exclude<Config['corsOrigins'], null>, me
     const preflight = ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method') !== '';
     if (preflight && ctx.response.get('Access-Control-Allow-Origin')) {
       const methods = methodsOf(ctx.path);
+      // An unknown path serves nothing: no method is allowed, so the browser blocks the call.
       if (methods.length) ctx.set('Access-Control-Allow-Methods', methods.join(', '));
+      else ctx.remove('Access-Control-Allow-Methods');
     }
   };
 }

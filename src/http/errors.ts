@@ -70,7 +70,9 @@ export const MAX_HEADER_BYTES = 64 * 1024;
  * X-Request-Id, then the connection closes (the parser cannot know where the next request starts).
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (!socket.writable || err.code === 'ECONNRESET') {
+  // An answer to an earlier request on this connection is still being made (a pipelined request
+  // went wrong): writing now would look like that answer. Close, as Node does.
+  if (!socket.writable || err.code === 'ECONNRESET' || (socket as { _httpMessage?: unknown })._httpMessage) {
     socket.destroy();
     return;
   }

@@ -18,8 +18,12 @@ export async function requestId(ctx: AppContext, next: Next): Promise<void> {
   await next();
 }
 
-/** The route template a request matched (`/user/:id`), or null (an unknown path). */
-export const routeOf = (ctx: AppContext): string | null => (ctx as { _matchedRoute?: string })._matchedRoute ?? null;
+/**
+ * The route template a request matched (`/user/:id`), or null (an unknown path): the one app.ts
+ * notes before routing (so a request refused by authentication still has its template), else the
+ * router's own.
+ */
+export const routeOf = (ctx: AppContext): string | null => ctx.state.route ?? (ctx as { _matchedRoute?: string })._matchedRoute ?? null;
 
 /**
  * One line per request: method, route template (the path itself only when no route matched;
@@ -34,16 +38,17 @@ export function accessLog(log: Logger) {
       await next();
     } finally {
       if (ctx.status === 503) outage.failed(ctx.state.requestId);
-      else if (ctx.status < 400 && ctx.state.caller) outage.succeeded(); // its token was read from the database
+      // Its token was read from the database, or the readiness probe reached it.
+      else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
       const route = routeOf(ctx);
       const operation = ctx.state.graphql;
       log.info('request', {
         requestId: ctx.state.requestId,
         method: ctx.method,
-        ...(route ? { route } : { path: ctx.path }),
+        ...(route ? { route } : { path: ctx.path.slice(0, 200) }),
         status: ctx.status,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        ...(operation ? { operationName: operation.name, operationType: operation.type } : {}),
+        ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
       });
     }
   };

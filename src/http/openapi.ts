@@ -21,6 +21,7 @@ const ERROR_STATUSES: Record<string, string> = {
   400: 'Invalid input: body, field, query parameter, path id or Attrs (`details` names the fields)',
   401: 'Missing or invalid access token',
   403: 'The token lacks the permission',
+  405: 'A method the path does not serve (Allow lists those it does)',
   404: 'No such live record, link or path',
   409: 'Conflict with another record (a duplicate unique value, an id that exists) or with the record’s state (a restore of a record that is not deleted)',
   413: 'Body over 1 MiB',
@@ -214,11 +215,22 @@ function components(): Schema {
     'Preference-Applied': { schema: { type: 'string' } },
     'X-Request-Id': { schema: { type: 'string' } },
     'Retry-After': { schema: { type: 'integer' } },
+    'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer, with error="invalid_token" or error="insufficient_scope" and the needed scope' },
+    Allow: { schema: { type: 'string' } },
   };
   const responses = Object.fromEntries(
     Object.entries(ERROR_STATUSES).map(([status, description]) => [
       `E${status}`,
-      { description, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } }, content: json(ref('Error')) },
+      {
+        description,
+        headers: {
+          'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+          ...(status === '401' || status === '403' ? { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } } : {}),
+          ...(status === '405' ? { Allow: { $ref: '#/components/headers/Allow' } } : {}),
+          ...(status === '503' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
+        },
+        content: json(ref('Error')),
+      },
     ]),
   );
   return { schemas, parameters, headers, responses, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <accessToken>' } } };
@@ -227,8 +239,10 @@ function components(): Schema {
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/E${s}` }]));
-const READ_ERRORS = [400, 401, 403, 404, 503];
-const WRITE_ERRORS = [400, 401, 403, 404, 409, 413, 415, 503];
+// A request body on any method is read as JSON (413 over 1 MiB, 415 when not JSON); 405 for a
+// method the path does not serve.
+const READ_ERRORS = [400, 401, 403, 404, 405, 413, 415, 503];
+const WRITE_ERRORS = [400, 401, 403, 404, 405, 409, 413, 415, 503];
 
 /** Either the original's bare answer or, with `Prefer: return=representation`, the record. */
 const preferred = (bare: Schema, record: Schema) => json({ oneOf: [bare, record] });
@@ -293,7 +307,7 @@ function operations(): Map<string, Schema> {
     ops.set(`POST /apply${r.path}/id`, {
       summary: `Reserve the next ${r.label} id`,
       requestBody: { required: false, content: json({ description: 'ignored' }) },
-      responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(401, 403, 413, 415, 503) },
+      responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(400, 401, 403, 405, 413, 415, 503) },
     });
   }
   for (const method of ['PATCH', 'PUT']) ops.set(`${method} /user/{id}/status`, write('Set a user’s status', ref('UserStatus'), ref('User')));

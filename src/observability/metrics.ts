@@ -8,7 +8,7 @@ import { routeOf } from '../http/middleware.js';
  * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
  * with their latency; GraphQL operations by name and type; the database pool; and prom-client's
  * process metrics. Labels are templates, never paths or values: an unknown path is `unmatched`,
- * so a scan of random URLs cannot grow the series.
+ * so a scan of random URLs cannot grow the series; operation names are bounded likewise.
  */
 export interface Metrics {
   /** Observes every request; goes first among the middleware that answers. */
@@ -17,7 +17,21 @@ export interface Metrics {
   endpoint: Middleware<AppState>;
 }
 
+/** Distinct operation names that get a series of their own; later ones count as "other". */
+const MAX_OPERATION_NAMES = 200;
+
 export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
+  // Operation names come from clients: only sane names get a label, and only so many of them, or a
+  // client sending random names would grow the series (and the memory) without end.
+  const named = new Set<string>();
+  const operationLabel = (name: string | null): string => {
+    if (name === null) return '';
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(name)) return 'other';
+    if (named.has(name)) return name;
+    if (named.size >= MAX_OPERATION_NAMES) return 'other';
+    named.add(name);
+    return name;
+  };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -61,7 +75,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
         end(labels);
         requests.inc(labels);
         const operation = ctx.state.graphql;
-        if (operation) operations.inc({ name: operation.name ?? '', type: operation.type });
+        if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
       }
     },
     endpoint: async function metricsEndpoint(ctx) {
