@@ -21,11 +21,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" 
 [ "$code" = 201 ] || { echo "smoke: POST /user/ answered $code"; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/user/")
 [ "$code" = 401 ] || { echo "smoke: GET /user/ without a token answered $code"; exit 1; }
-# Signal the service itself (npm → sh → node), not every node process on the machine.
-descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
-service_pid=$(for p in $(descendants "$npm_pid"); do ps -o pid=,args= -p "$p"; done | awk '/dist\/src\/main\.js/ && !/sh -c/ {print $1}' | head -n 1)
-[ -n "$service_pid" ] || { echo "smoke: could not find the service process"; exit 1; }
-kill -TERM "$service_pid"
+# SIGTERM to npm itself, as a process manager sends it: npm forwards it to the service (npm start
+# execs node scripts/start.mjs, which runs the service in its own process).
+kill -TERM "$npm_pid"
 set +e
 wait "$npm_pid"
 status=$?
