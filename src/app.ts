@@ -73,7 +73,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
   const api: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
-  api.use(requireCaller(db.orm));
+  api.use(requireCaller(db));
   api.use(jsonBody);
   for (const routes of [
     userRoutes(services.users, config.basePath),

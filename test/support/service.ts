@@ -91,6 +91,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
   }
   const config = loadConfig({
+    // Secrets at rest (SPEC §9): each test service its own key. `TOKEN_KEY: ''` in `env` leaves it
+    // unset (the embedded database then makes its key file).
+    TOKEN_KEY: randomBytes(32).toString('base64'),
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
