@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's quick start, for real: `npm start` with no DATABASE_URL (embedded PostgreSQL under a
-# fresh DATA_DIR) prints a first token; that token works; SIGTERM stops the service with exit 0.
+# fresh DATA_DIR) prints a first token; that token works; the token key file is 0600; SIGTERM stops the service with exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=$(mktemp -d)
@@ -21,6 +21,8 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" 
 [ "$code" = 201 ] || { echo "smoke: POST /user/ answered $code"; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/user/")
 [ "$code" = 401 ] || { echo "smoke: GET /user/ without a token answered $code"; exit 1; }
+# Secrets at rest: without TOKEN_KEY the first start made the key file, readable by its owner only.
+[ "$(stat -c %a "$data/token.key")" = 600 ] || { ls -l "$data"; echo "smoke: no key file with mode 600 in DATA_DIR"; exit 1; }
 # SIGTERM to npm itself, as a process manager sends it: npm forwards it to the service (npm start
 # execs node scripts/start.mjs, which runs the service in its own process).
 kill -TERM "$npm_pid"
@@ -32,4 +34,4 @@ trap - EXIT
 rm -rf "$data"
 [ "$status" -eq 0 ] || { cat "$out"; echo "smoke: the service exited with $status after SIGTERM"; exit 1; }
 grep -q "$token" "$out" && [ "$(grep -c "$token" "$out")" -eq 1 ] || { echo "smoke: the first token was printed more than once"; exit 1; }
-echo "smoke: 4 passed, 0 failed"
+echo "smoke: 5 passed, 0 failed"

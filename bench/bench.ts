@@ -120,7 +120,8 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     BOOTSTRAP_TOKEN: TOKEN,
     LOG_LEVEL: 'warn',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir! }),
+    // A key of its own (SPEC §9); the embedded database would otherwise make a key file.
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl, TOKEN_KEY: randomBytes(32).toString('base64') } : { DATA_DIR: dataDir! }),
   });
   try {
     const headers = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', Accept: 'application/json' };

@@ -78,7 +78,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
   const api: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
-  api.use(requireCaller(db.orm));
+  api.use(requireCaller(db));
   api.use(jsonBody);
   for (const routes of [
     userRoutes(services.users, config.basePath),
@@ -96,7 +96,7 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // The calls other services make (introspection, revocation, authorize): authenticated like the
   // API, with form bodies as well as JSON (the OAuth RFCs send forms).
   const oauth: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
-  oauth.use(requireCaller(db.orm));
+  oauth.use(requireCaller(db));
   oauth.use(oauthRoutes(services.tokens, services.links).routes());
   app.use(oauth.routes());
   app.use(oauth.allowedMethods());

@@ -28,6 +28,27 @@ export interface Config {
   corsOrigins: readonly string[] | '*' | null;
   /** GET /metrics in Prometheus format (METRICS, on unless false). */
   metrics: boolean;
+  /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
+  tokenKey: Buffer | undefined;
+  /** TOKEN_KEY_PREVIOUS: still opens and matches tokens until `npm run rotate-key` re-encrypts them. */
+  tokenKeyPrevious: Buffer | undefined;
+}
+
+/** A token key's length (SPEC §9: 32 bytes, base64). */
+export const KEY_BYTES = 32;
+
+/**
+ * A key from the environment: 32 bytes in base64 (standard or URL-safe alphabet, padding optional).
+ * The message never repeats the value.
+ */
+export function parseKey(name: string, raw: string | undefined): Buffer | undefined {
+  const text = raw?.trim();
+  if (!text) return undefined;
+  const hint = `generate one with: openssl rand -base64 ${KEY_BYTES}`;
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64, and it has characters that are not base64 (${hint})`);
+  const key = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  if (key.length !== KEY_BYTES) throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64 (44 characters), but it decodes to ${key.length} bytes (${hint})`);
+  return key;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -98,6 +119,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
+  const tokenKey = parseKey('TOKEN_KEY', env.TOKEN_KEY);
+  const tokenKeyPrevious = parseKey('TOKEN_KEY_PREVIOUS', env.TOKEN_KEY_PREVIOUS);
+  if (databaseUrl && !tokenKey) {
+    throw new ConfigError(`TOKEN_KEY is required with DATABASE_URL: the key that encrypts the tokens at rest, ${KEY_BYTES} bytes in base64 (generate one with: openssl rand -base64 ${KEY_BYTES}); keep it out of the database and its backups`);
+  }
   const bootstrapToken = env.BOOTSTRAP_TOKEN?.trim() || undefined;
   if (bootstrapToken && bootstrapToken.length > 1024) throw new ConfigError('BOOTSTRAP_TOKEN is longer than 1024 characters');
   return {
@@ -117,5 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     logFormat: logFormat(env.LOG_FORMAT),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    tokenKey,
+    tokenKeyPrevious,
   };
 }

@@ -40,9 +40,9 @@ export async function startService(
   const db = await openDatabase(config, { onQuery: options.onQuery });
   let server: Server | undefined;
   try {
-    const ran = await db.migrate();
+    const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
     if (ran.length) log.info('migrations applied', { migrations: ran });
-    const services = createServices(db.orm);
+    const services = createServices(db.orm, db.keyring);
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection });
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in

@@ -3,14 +3,15 @@ import { applicationService } from './applications/application.service.js';
 import { auditService } from './audit/audit.service.js';
 import { linkService } from './links/link.service.js';
 import { roleService } from './roles/role.service.js';
+import type { Keyring } from './tokens/secrets.js';
 import { tokenService } from './tokens/token.service.js';
 import { userService } from './users/user.service.js';
 
 /** The service layer: one function per operation, shared by the REST routes and GraphQL. */
-export function createServices(orm: MikroORM) {
+export function createServices(orm: MikroORM, keyring: Keyring) {
   return {
     users: userService(orm),
-    tokens: tokenService(orm),
+    tokens: tokenService(orm, keyring),
     applications: applicationService(orm),
     roles: roleService(orm),
     links: linkService(orm),

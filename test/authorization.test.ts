@@ -184,7 +184,7 @@ function tokenFor(scope: string): Promise<string> {
 }
 
 async function tokenRow(accessToken: string): Promise<{ id: number; userId: number }> {
-  const [row] = await svc.sql<{ id: string; user_id: string }>('select id, user_id from tokens where access_token = ?', [accessToken]);
+  const [row] = await svc.sql<{ id: string; user_id: string }>('select id, user_id from tokens where access_token_hmac = ?', [svc.hmac(accessToken)]);
   return { id: Number(row.id), userId: Number(row.user_id) };
 }
 

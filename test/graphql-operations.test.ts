@@ -640,8 +640,8 @@ describe('tokens', () => {
       version: '2',
       updatedAt: expect.stringMatching(ISO),
     });
-    const [row] = await svc.sql('select refresh_token, code_challenge, expire_at, version from tokens where id = ?', [createToken.id]);
-    expect(row).toEqual({ refresh_token: 'r', code_challenge: null, expire_at: null, version: 2 });
+    const [row] = await svc.sql('select refresh_token_hmac, code_challenge, expire_at, version from tokens where id = ?', [createToken.id]);
+    expect(row).toEqual({ refresh_token_hmac: svc.hmac('r', 'refreshToken'), code_challenge: null, expire_at: null, version: 2 });
     expect((await svc.request('GET', `/token/${createToken.id}`)).body).toEqual(restToken(patchToken));
   });
 
@@ -703,8 +703,8 @@ describe('tokens', () => {
     const mine = { userID: { eq: holder.id } };
 
     expect((await list({ f: mine })).total).toBe(3);
-    expect(ids(await list({ f: mine, o: [{ accessToken: 'ASC' }] }))).toEqual(idsOf(1, 2, 0));
-    expect(ids(await list({ f: mine, o: [{ accessToken: 'DESC' }] }))).toEqual(idsOf(0, 2, 1));
+    expect(ids(await list({ f: mine, o: [{ scope: 'DESC' }] }))).toEqual(idsOf(1, 2, 0));
+    expect(ids(await list({ f: mine, o: [{ scope: 'ASC' }] }))).toEqual(idsOf(0, 2, 1));
     expect(ids(await list({ f: { ...mine, scope: { like: 'read%' } } }))).toEqual(idsOf(0, 2));
     expect(ids(await list({ f: { ...mine, codeChallenge: { isNull: true } } }))).toEqual(idsOf(0, 2));
     expect(ids(await list({ f: { ...mine, expireAt: { isNull: true } } }))).toEqual(idsOf(1));
@@ -712,15 +712,18 @@ describe('tokens', () => {
     expect(ids(await list({ f: { ...mine, version: { eq: '2' } } }))).toEqual(idsOf(2));
     expect(ids(await list({ f: { ...mine, or: [{ scope: { eq: 'write' } }, { accessToken: { eq: `${tag}-c` } }] } }))).toEqual(idsOf(0, 1));
     expect(ids(await list({ f: { ...mine, not: { scope: { ilike: '%WRITE%' } } } }))).toEqual(idsOf(0));
-    expect(await list({ f: mine, o: [{ accessToken: 'ASC' }], p: 2, s: 2 })).toEqual({
+    expect(await list({ f: mine, o: [{ scope: 'DESC' }], p: 2, s: 2 })).toEqual({
       total: 3,
       page: 2,
       pageSize: 2,
       data: [{ id: made[0].id, accessToken: `${tag}-c` }],
     });
     // pageSize above 1000 is read as 1000 (SPEC §5).
-    expect(await list({ f: mine, o: [{ accessToken: 'ASC' }], s: 1001 })).toEqual({ total: 3, page: 1, pageSize: 1000, data: [1, 2, 0].map((n) => ({ id: made[n].id, accessToken: made[n].accessToken })) });
-    await fail(LIST, { f: mine, o: [{ accessToken: 'ASC', id: 'ASC' }] }, 'BAD_USER_INPUT');
+    expect(await list({ f: mine, o: [{ scope: 'DESC' }], s: 1001 })).toEqual({ total: 3, page: 1, pageSize: 1000, data: [1, 2, 0].map((n) => ({ id: made[n].id, accessToken: made[n].accessToken })) });
+    await fail(LIST, { f: mine, o: [{ scope: 'ASC', id: 'ASC' }] }, 'BAD_USER_INPUT');
+    // accessToken is stored encrypted (SPEC §9): matched by equality, never sorted.
+    const unsortable = await svc.graphql(LIST, { f: mine, o: [{ accessToken: 'ASC' }] });
+    expect(unsortable.body.errors[0].message).toMatch(/"accessToken" is not defined by type "TokenOrderBy"/);
   });
 });
 
@@ -1089,14 +1092,14 @@ describe('links', () => {
     expect(all[0].tokens.data[0].user).toEqual({ id: u1.id, lastName: u1.lastName });
     expect(all[1].tokens.data).toEqual([{ id: t2[0].id, accessToken: `${tag}-d`, user: { id: u2.id, lastName: u2.lastName } }]);
 
-    const ordered = await fetch({ o: [{ accessToken: 'DESC' }] });
-    expect(ordered[0].tokens.data.map((x: Json) => x.accessToken)).toEqual([`${tag}-c`, `${tag}-b`, `${tag}-a`]);
-    const filtered = await fetch({ f: { scope: { eq: 'read' } }, o: [{ accessToken: 'ASC' }], p: 2, s: 1 });
+    const ordered = await fetch({ o: [{ id: 'DESC' }] });
+    expect(ordered[0].tokens.data.map((x: Json) => x.accessToken)).toEqual([`${tag}-c`, `${tag}-a`, `${tag}-b`]);
+    const filtered = await fetch({ f: { scope: { eq: 'read' } }, o: [{ id: 'ASC' }], p: 2, s: 1 });
     expect(filtered.map((u) => [u.tokens.total, u.tokens.page, u.tokens.pageSize, u.tokens.data.map((x: Json) => x.accessToken)])).toEqual([
       [2, 2, 1, [`${tag}-c`]],
       [1, 2, 1, []],
     ]);
-    const byNot = await fetch({ f: { not: { accessToken: { like: '%-b' } } } });
+    const byNot = await fetch({ f: { not: { accessToken: { in: [`${tag}-b`, 'other'] } } } });
     expect(byNot[0].tokens.data.map((x: Json) => x.accessToken)).toEqual([`${tag}-a`, `${tag}-c`]);
 
     const SMALL = `query($id: ID!, $o: [TokenOrderBy!], $s: Int) { user(id: $id) { tokens(orderBy: $o, pageSize: $s) { total pageSize } } }`;

@@ -76,10 +76,10 @@ describe('authentication', () => {
     const expired = await svc.tokenWith('*', { expireAt: new Date(Date.now() - 60_000).toISOString() });
     const ownerDeleted = await svc.tokenWith('*');
     expect((await svc.graphql('{ viewer { id } }', undefined, { token: ownerDeleted })).status).toBe(200);
-    const [row] = await svc.sql<{ user_id: string }>('select user_id from tokens where access_token = ?', [ownerDeleted]);
+    const [row] = await svc.sql<{ user_id: string }>('select user_id from tokens where access_token_hmac = ?', [svc.hmac(ownerDeleted)]);
     expect((await svc.graphql('mutation($id: ID!) { destroyUser(id: $id) }', { id: row.user_id })).body.data).toEqual({ destroyUser: true });
     const revoked = await svc.tokenWith('*');
-    const [revokedRow] = await svc.sql<{ id: string }>('select id from tokens where access_token = ?', [revoked]);
+    const [revokedRow] = await svc.sql<{ id: string }>('select id from tokens where access_token_hmac = ?', [svc.hmac(revoked)]);
     await gql('mutation($id: ID!) { destroyToken(id: $id) }', { id: revokedRow.id });
     credentials = [
       { label: 'no Authorization header', header: null, wwwAuthenticate: 'Bearer' },

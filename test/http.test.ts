@@ -489,7 +489,7 @@ describe('a database that goes away', () => {
     url.host = `127.0.0.1:${port}`;
     url.pathname = `/${name}`;
     const lines: string[] = [];
-    const config = loadConfig({ PORT: '0', DATABASE_URL: url.toString(), BOOTSTRAP_TOKEN: 'outage-admin', LOG_LEVEL: 'info', DB_POOL_SIZE: '2' });
+    const config = loadConfig({ PORT: '0', DATABASE_URL: url.toString(), BOOTSTRAP_TOKEN: 'outage-admin', TOKEN_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'info', DB_POOL_SIZE: '2' });
     const running = await startService(config, createLogger('info', (l) => lines.push(l)));
     const get = (path: string, init: RequestInit = {}) =>
       fetch(running.url + path, { ...init, headers: { Authorization: 'Bearer outage-admin', 'Content-Type': 'application/json', ...init.headers } });

@@ -309,8 +309,11 @@ describe('orderBy', () => {
     expectBadRequest(res, 'orderBy', message);
   });
 
-  test('token list: every output field is sortable', async () => {
-    for (const field of ['id', 'userID', 'accessToken', 'refreshToken', 'scope', 'code', 'codeChallenge', 'tokenType', 'expireAt', 'client', 'version', 'createdAt', 'updatedAt']) {
+  test('token list: every output field is sortable but the secrets (stored encrypted, SPEC §9)', async () => {
+    for (const field of ['accessToken', 'refreshToken']) {
+      expectBadRequest(await list('token', { orderBy: `-${field}` }), 'orderBy', `${field} cannot be sorted on`);
+    }
+    for (const field of ['id', 'userID', 'scope', 'code', 'codeChallenge', 'tokenType', 'expireAt', 'client', 'version', 'createdAt', 'updatedAt']) {
       const res = await list('token', { orderBy: `-${field}` });
       expect({ field, status: res.status }).toEqual({ field, status: 200 });
     }
@@ -614,7 +617,7 @@ describe('values are plain values (no SQL injection)', () => {
     expect(sent).not.toContain(svc.adminToken);
     expect(sent).toMatch(/t\.last_name = \$\d+/);
     expect(sent).toMatch(/in \(\$\d+, \$\d+\)/);
-    expect(sent).toMatch(/access_token_hash = \$1/);
+    expect(sent).toMatch(/access_token_hmac = \$1/);
     expect((await call('DELETE', `/user/${created.body}`)).body).toBe(1);
   });
 

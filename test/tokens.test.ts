@@ -134,8 +134,17 @@ describe('POST /token/', () => {
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
     expect(record.updatedAt).toBe(record.createdAt);
-    const [row] = await svc.sql('select user_id, access_token, client, version, deleted_at from tokens where id = ?', [id]);
-    expect(row).toEqual({ user_id: String(userID), access_token: accessToken, client: 'my-cli/2.1', version: 1, deleted_at: null });
+    const [row] = await svc.sql<any>('select user_id, access_token_hmac, access_token_cipher, client, version, deleted_at from tokens where id = ?', [id]);
+    // Stored as a keyed hash and a ciphertext (SPEC §9), never as it is.
+    expect({ ...row, access_token_cipher: svc.open(row.access_token_cipher) }).toEqual({
+      user_id: String(userID),
+      access_token_hmac: svc.hmac(accessToken),
+      access_token_cipher: accessToken,
+      client: 'my-cli/2.1',
+      version: 1,
+      deleted_at: null,
+    });
+    expect(row.access_token_cipher.includes(Buffer.from(accessToken))).toBe(false);
   });
 
   test('Prefer: return=representation answers the created record; return=minimal the id', async () => {
@@ -459,8 +468,8 @@ describe('POST /token/', () => {
     const reusedId = expectCreated(await call('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } }), '/token/');
     expect(reusedId).not.toBe(first.id);
     const rows = await svc.sql<{ id: string; deleted: boolean }>(
-      'select id, deleted_at is not null as deleted from tokens where access_token = ? order by id',
-      [first.accessToken],
+      'select id, deleted_at is not null as deleted from tokens where access_token_hmac = ? order by id',
+      [svc.hmac(first.accessToken)],
     );
     expect(rows).toEqual([
       { id: String(first.id), deleted: true },
@@ -635,10 +644,7 @@ describe('GET /token/', () => {
 
     // 1001 tokens of one user (written directly: 1001 creates through the API would only be slower).
     const userID = await makeUser('Many');
-    await svc.sql(
-      "insert into tokens (user_id, access_token) select ?, 'bulk-' || ? || '-' || g from generate_series(1, 1001) g",
-      [userID, userID],
-    );
+    await svc.insertTokens(userID, Array.from({ length: 1001 }, (_, g) => `bulk-${userID}-${g + 1}`));
     const filter = q({ userID });
     const list = async (params: string) => {
       const res = await call('GET', `/token/?filter=${filter}${params}`);
@@ -778,10 +784,17 @@ describe('PUT /token/{id}', () => {
       createdAt: created.createdAt,
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
-    const [row] = await svc.sql('select user_id, refresh_token, code_challenge, expire_at, version, client from tokens where id = ?', [
+    const [row] = await svc.sql<any>('select user_id, refresh_token_cipher, code_challenge, expire_at, version, client from tokens where id = ?', [
       created.id,
     ]);
-    expect(row).toEqual({ user_id: String(otherUser), refresh_token: '', code_challenge: null, expire_at: null, version: 2, client: 'creator' });
+    expect({ ...row, refresh_token_cipher: svc.open(row.refresh_token_cipher, 'refreshToken') }).toEqual({
+      user_id: String(otherUser),
+      refresh_token_cipher: '',
+      code_challenge: null,
+      expire_at: null,
+      version: 2,
+      client: 'creator',
+    });
     expect(replaced.updatedAt >= created.updatedAt).toBe(true);
   });
 
@@ -886,8 +899,8 @@ describe('PATCH /token/{id}', () => {
       version: '2',
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
-    const [row] = await svc.sql('select scope, code, code_challenge, expire_at, refresh_token from tokens where id = ?', [created.id]);
-    expect(row).toEqual({ scope: 'x', code: '', code_challenge: null, expire_at: null, refresh_token: 'r1' });
+    const [row] = await svc.sql<any>('select scope, code, code_challenge, expire_at, refresh_token_hmac from tokens where id = ?', [created.id]);
+    expect(row).toEqual({ scope: 'x', code: '', code_challenge: null, expire_at: null, refresh_token_hmac: svc.hmac('r1', 'refreshToken') });
   });
 
   test('Attrs naming a field the body lacks whose default that field refuses (userID 0, accessToken "") is a 400 and changes nothing', async () => {
@@ -961,11 +974,11 @@ describe('DELETE /token/{id}', () => {
     const res = await call('DELETE', `/token/${created.id}`);
     expectOne(res);
     expect(res.body).toBe(1);
-    const [row] = await svc.sql<{ deleted: boolean; access_token: string }>(
-      'select deleted_at is not null as deleted, access_token from tokens where id = ?',
+    const [row] = await svc.sql<{ deleted: boolean; access_token_hmac: Buffer }>(
+      'select deleted_at is not null as deleted, access_token_hmac from tokens where id = ?',
       [created.id],
     );
-    expect(row).toEqual({ deleted: true, access_token: created.accessToken });
+    expect(row).toEqual({ deleted: true, access_token_hmac: svc.hmac(created.accessToken) });
     expect((await call('GET', `/token/${created.id}`)).status).toBe(404);
     await failsUnchanged('DELETE', `/token/${created.id}`, {}, 404);
     await failsUnchanged('PUT', `/token/${created.id}`, { body: { userID: created.userID, accessToken: newAccessToken() } }, 404);

@@ -393,11 +393,14 @@ describe('hot path', () => {
     expect(res.status).toBe(200);
     // One statement authenticates, one reads the user.
     expect(svc.queries).toHaveLength(2);
-    expect(svc.queries[0]).toMatch(/access_token_hash/);
+    // By the keyed hash of the bearer value (SPEC §9), never the value itself.
+    expect(svc.queries[0]).toMatch(/access_token_hmac = /);
+    expect(svc.queries[0]).not.toContain(svc.adminToken);
     const plan = await svc.sql<{ 'QUERY PLAN': string }>(
       `explain select t.id from tokens t join users u on u.id = t.user_id
-       where t.access_token_hash = utf8_sha256('x') and t.deleted_at is null and u.deleted_at is null`,
+       where t.access_token_hmac = ? and t.deleted_at is null and u.deleted_at is null`,
+      [svc.hmac('x')],
     );
-    expect(JSON.stringify(plan)).toMatch(/tokens_access_token_hash_live_uq/);
+    expect(JSON.stringify(plan)).toMatch(/tokens_access_token_hmac_live_uq/);
   });
 });

@@ -1,12 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Keyring } from '../tokens/secrets.js';
 import { AppError } from '../shared/errors.js';
 import { parseScopes, type Caller } from './caller.js';
 
 const INVALID = 'Bearer error="invalid_token"';
-
-export const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
 /** RFC 6750's token characters, loosely: visible ASCII, no spaces (what a header can carry). */
 const BEARER_VALUE = '[\\x21-\\x7e]+';
@@ -26,40 +24,48 @@ export function bearerOf(header: string | undefined): string {
 }
 
 /**
- * The live token behind a bearer value, in one indexed statement: the sha256 of the value against
- * the unique index of live tokens, joined to its user. Valid means: not deleted, not expired, and
- * owned by a user who is not deleted, so deleting or expiring a token takes effect on the next
- * request.
+ * The live token behind a bearer value, in one indexed statement: the keyed hash (HMAC-SHA-256,
+ * SPEC §9) of the value against the unique index of live tokens, joined to its user. During a key
+ * rotation the value's hash under TOKEN_KEY_PREVIOUS is matched too (`in` of two: still one
+ * statement on the same index). Valid means: not deleted, not expired, and owned by a user who is
+ * not deleted, so deleting or expiring a token takes effect on the next request.
  *
  * Every request runs this, so it is written as fixed SQL on the ORM's connection: building and
  * hydrating the same lookup through the entity manager cost 4.3 ms a request here, this 1.3 ms.
  */
-const LIVE_TOKEN = `select t.id, t.user_id, t.scope, t.access_token
+const liveTokenSql = (keys: number) => `select t.id, t.user_id, t.scope, t.access_token_hmac
     from tokens t join users u on u.id = t.user_id
-   where t.access_token_hash = ? and t.deleted_at is null and u.deleted_at is null
+   where t.access_token_hmac ${keys === 1 ? '= ?' : `in (${Array(keys).fill('?').join(', ')})`}
+     and t.deleted_at is null and u.deleted_at is null
      and (t.expire_at is null or t.expire_at > now())`;
+const LIVE_TOKEN = [liveTokenSql(1), liveTokenSql(1), liveTokenSql(2)];
 
 interface LiveTokenRow {
   id: string;
   user_id: string;
   scope: string;
-  access_token: string;
+  access_token_hmac: Buffer;
 }
 
 /**
- * The live token with this access token value, or null: the lookup of every request, also used to
- * introspect and revoke a token by its value (RFC 7662, RFC 7009).
+ * The live token with this access token value, or null: the lookup of every request (one indexed
+ * statement by keyed hash, under the current key or, during a rotation, the previous one), also
+ * used to introspect and revoke a token by its value (RFC 7662, RFC 7009).
  */
-export async function liveTokenByValue(orm: MikroORM, value: string): Promise<{ tokenId: number; userId: number; scope: string } | null> {
+export async function liveTokenByValue(
+  db: { orm: MikroORM; keyring: Keyring },
+  value: string,
+): Promise<{ tokenId: number; userId: number; scope: string } | null> {
   if (value.length === 0 || value.length > 1024) return null;
-  const row = (await orm.em.getConnection().execute(LIVE_TOKEN, [sha256(value)], 'get')) as LiveTokenRow | undefined;
-  // The hash is the index key; comparing the value itself rules out any collision.
-  if (!row || row.access_token !== value) return null;
+  const hashes = db.keyring.hashes('accessToken', value);
+  const row = (await db.orm.em.getConnection().execute(LIVE_TOKEN[hashes.length], hashes, 'get')) as LiveTokenRow | undefined;
+  // The index found it by hash; the stored hash is compared again in constant time.
+  if (!row || !db.keyring.matches('accessToken', value, row.access_token_hmac)) return null;
   return { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
 }
 
-export async function authenticate(orm: MikroORM, header: string | undefined, client: string): Promise<Caller> {
-  const token = await liveTokenByValue(orm, bearerOf(header));
+export async function authenticate(db: { orm: MikroORM; keyring: Keyring }, header: string | undefined, client: string): Promise<Caller> {
+  const token = await liveTokenByValue(db, bearerOf(header));
   if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', INVALID);
   return { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client };
 }

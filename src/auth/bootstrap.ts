@@ -3,7 +3,6 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Services } from '../services.js';
 import { Token } from '../tokens/token.entity.js';
 import { User } from '../users/user.entity.js';
-import { sha256 } from './authenticate.js';
 import type { Caller } from './caller.js';
 
 /** The identity of the service's own start-up and command-line tasks: every permission. */
@@ -28,7 +27,7 @@ async function bootstrapUserId(orm: MikroORM, services: Services): Promise<numbe
 export async function ensureFirstToken(orm: MikroORM, services: Services, bootstrapToken: string | undefined): Promise<string | null> {
   const em = orm.em.fork();
   if (bootstrapToken) {
-    const token = await em.findOne(Token, { accessTokenHash: sha256(bootstrapToken), deletedAt: null }, { populate: ['user'] as never });
+    const token = await em.findOne(Token, { accessTokenHmac: { $in: services.tokens.accessTokenHashes(bootstrapToken) }, deletedAt: null }, { populate: ['user'] as never });
     const owner = token ? await em.count(User, { id: token.user, deletedAt: null }) : 0;
     if (!token || owner === 0) {
       if (token) await services.tokens.destroy(SYSTEM_CALLER, token.id);

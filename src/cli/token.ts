@@ -65,7 +65,7 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
   try {
     await db.migrate();
     const accessToken = newAccessToken();
-    const token = await createServices(db.orm).tokens.create(
+    const token = await createServices(db.orm, db.keyring).tokens.create(
       { ...SYSTEM_CALLER, client: 'npm run token' },
       { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null },
     );

@@ -63,6 +63,17 @@ export class StringFilter {
   @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
 }
 
+@InputType({
+  description:
+    'Conditions on a secret text field (a token’s accessToken, refreshToken), stored encrypted and matched through a keyed hash: equality only, no patterns, ranges or sorting.',
+})
+export class SecretFilter {
+  @Field({ nullable: true }) eq?: string;
+  @Field({ nullable: true }) ne?: string;
+  @Field(() => [String], { nullable: true }) in?: string[];
+  @Field(() => [String], { nullable: true }) nin?: string[];
+}
+
 @InputType({ description: 'Conditions on a date-time field.' })
 export class DateTimeFilter {
   @Field(() => DateTime, { nullable: true }) eq?: Date;

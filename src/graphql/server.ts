@@ -191,7 +191,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     const header = authorizationOf(ctx.req);
     let caller: Caller;
     try {
-      caller = { ...(await authenticate(db.orm, header, clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
+      caller = { ...(await authenticate(db, header, clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import bodyParser from 'koa-bodyparser';
 import type { Next } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Database } from '../db/database.js';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { DatabaseOutage } from '../observability/outage.js';
@@ -73,9 +73,9 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 }
 
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
-export function requireCaller(orm: MikroORM) {
+export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = { ...(await authenticate(orm, authorizationOf(ctx.req), clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
+    ctx.state.caller = { ...(await authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
     await next();
   };
 }

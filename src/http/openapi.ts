@@ -42,6 +42,7 @@ function scalar(kind: FieldKind | WritableField['kind'], max?: number): Schema {
     case 'revision':
       return { type: 'string', pattern: '^[1-9][0-9]*$', description: 'the record revision, "1" on create' };
     case 'string':
+    case 'secret':
       return { type: 'string', ...(max ? { maxLength: max } : {}) };
   }
 }

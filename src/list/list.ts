@@ -9,15 +9,27 @@ import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checke
  * parameter on PostgreSQL; only column names (from the list's own field table) enter the text.
  */
 
-/** How a field's values are checked and compared. */
-export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision';
+/**
+ * How a field's values are checked and compared. `secret`: a text value stored only as a keyed hash
+ * (and a ciphertext), such as a token's accessToken (SPEC §9): matched with `eq ne in nin` through
+ * its hash; never sorted, never matched by pattern or range (a hash keeps no order).
+ */
+export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret';
 
 export interface ListField {
   /** The SQL expression of the field in the list's query, e.g. `t.first_name` or `l."right"`. */
   column: string;
   kind: FieldKind;
   nullable?: boolean;
+  /**
+   * `secret` fields: the keyed hashes a value is stored as, one per key the service holds (two
+   * during a key rotation); the column holds one of them. Bound as parameters, like any value.
+   */
+  match?: (value: string) => readonly unknown[];
 }
+
+/** The operators a `secret` field takes. */
+const SECRET_OPS: readonly string[] = ['eq', 'ne', 'in', 'nin'];
 
 /** The filterable and sortable fields of one list, by wire name. Must contain `id`. */
 export type ListFields = Readonly<Record<string, ListField>>;
@@ -217,7 +229,12 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
   for (const key of keys) {
     const name = canonicalField(fields, key.field);
     if (name === undefined) {
-      problems.push({ field: 'orderBy', message: `unknown field "${key.field.slice(0, 64)}"; sortable: ${Object.keys(fields).join(', ')}` });
+      const sortable = Object.keys(fields).filter((f) => fields[f].kind !== 'secret');
+      problems.push({ field: 'orderBy', message: `unknown field "${key.field.slice(0, 64)}"; sortable: ${sortable.join(', ')}` });
+      continue;
+    }
+    if (fields[name].kind === 'secret') {
+      problems.push({ field: 'orderBy', message: `${name} cannot be sorted on: it is stored encrypted, as a keyed hash that keeps no order` });
       continue;
     }
     if (seen.has(name)) continue;
@@ -369,6 +386,10 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
     }
     const v = checked.value;
     state.values += Array.isArray(v) ? v.length : 1;
+    if (field.kind === 'secret' && v !== null) {
+      conditions.push(matchSecret(field, op as 'eq' | 'ne' | 'in' | 'nin', v as string | string[]));
+      continue;
+    }
     if (op === 'isNull') conditions.push({ sql: `${column} is ${v ? '' : 'not '}null`, params: [] });
     else if (op === 'in' || op === 'nin') {
       const values = v as unknown[];
@@ -381,7 +402,23 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
   return conditions;
 }
 
+/**
+ * A condition on a `secret` field: its column against the keyed hashes of the values (under every
+ * key held, so rows not yet re-encrypted by a rotation match too).
+ */
+function matchSecret(field: ListField, op: 'eq' | 'ne' | 'in' | 'nin', value: string | string[]): SqlFragment {
+  if (!field.match) throw new Error(`the secret field ${field.column} has no match function`);
+  const hashes = (Array.isArray(value) ? value : [value]).flatMap((v) => field.match!(v));
+  if (hashes.length === 0) return op === 'in' ? NOTHING : { sql: 'true', params: [] };
+  const negated = op === 'ne' || op === 'nin';
+  if (hashes.length === 1) return { sql: `${field.column} ${negated ? '<>' : '='} ?`, params: hashes };
+  return { sql: `${field.column} ${negated ? 'not in' : 'in'} (${hashes.map(() => '?').join(', ')})`, params: hashes };
+}
+
 function checkOperand(field: ListField, op: Operator, operand: unknown): Checked<unknown> {
+  if (field.kind === 'secret' && !SECRET_OPS.includes(op)) {
+    return { ok: false, message: `is not supported: this field is stored encrypted and matched through a keyed hash, so it takes only ${SECRET_OPS.join(', ')}` };
+  }
   switch (op) {
     case 'isNull':
       return typeof operand === 'boolean' ? { ok: true, value: operand } : { ok: false, message: 'must be true or false' };
@@ -435,6 +472,7 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
       if (typeof value === 'string' && /^\d{1,9}$/.test(value)) value = Number(value);
       return checkInteger(value, 0, INT32_MAX);
     case 'string':
+    case 'secret':
       return checkString(value, 2048);
     case 'date':
       return checkDate(value);

@@ -70,8 +70,13 @@ export interface CrudDefinition<E extends LiveRecord, R extends { id: number }> 
   listFields: ListFields;
   /** Wire name → entity property where they differ (a token's `userID` is its `user`). */
   properties?: Readonly<Record<string, string>>;
-  /** Checks against other records and the caller, inside the write's transaction. */
-  check?(em: EntityManager, values: Record<string, unknown>, caller: Caller): Promise<void>;
+  /**
+   * Checks against other records and the caller, inside the write's transaction; `record` is the
+   * live record being changed (absent on a create).
+   */
+  check?(em: EntityManager, values: Record<string, unknown>, caller: Caller, record?: E): Promise<void>;
+  /** Fills what a loaded record keeps outside its columns (a token's decrypted secrets). */
+  loaded?(record: E): void;
   /** Whether the caller may change or delete this existing record (throws when not). */
   guard?(record: E, caller: Caller): void;
   /** Service-set fields of a new record (a token's `client`). */
@@ -175,6 +180,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
   async function lockLive(em: EntityManager, id: number, caller: Caller): Promise<E> {
     const record = await em.findOne(def.entity, live(id), { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
+    def.loaded?.(record);
     def.guard?.(record, caller);
     return record;
   }
@@ -214,7 +220,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
     const id = parseId(rawId);
     const record = await inTransaction(values, async (em) => {
       const record = await lockLive(em, id, caller);
-      await def.check?.(em, values, caller);
+      await def.check?.(em, values, caller, record);
       await change(em, caller, record, values, action);
       return record;
     });
@@ -327,7 +333,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         );
         if (claimed.length > 0) return { record: await insert(em, caller, values, id), created: true };
         const record = await lockLive(em, id, caller);
-        await def.check?.(em, values, caller);
+        await def.check?.(em, values, caller, record);
         await change(em, caller, record, values, 'update');
         return { record, created: false };
       });
@@ -374,6 +380,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       const restored = await inTransaction(values, async (em) => {
         const record = await em.findOne(def.entity, { id } as FilterQuery<E>, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
+        def.loaded?.(record);
         def.guard?.(record, caller);
         if (record.deletedAt === null) throw AppError.conflict(`the ${def.label} with id ${id} is not deleted`);
         await def.checkRestore?.(em, record, caller);

@@ -11,17 +11,28 @@ export class Token {
   @ManyToOne(() => User, { mapToPk: true, fieldName: 'user_id' })
   user!: number;
 
-  @Property({ type: 'string', length: 1024 })
-  accessToken!: string;
+  /**
+   * The secrets as stored (SPEC §9, src/tokens/secrets.ts): HMAC-SHA-256 of each under the current
+   * key (the unique index of live tokens and the bearer lookup use `accessTokenHmac`), and its
+   * AES-256-GCM ciphertext. Set by the token service from `accessToken` and `refreshToken`.
+   */
+  @Property({ type: 'blob', hidden: true })
+  accessTokenHmac!: Buffer;
+
+  @Property({ type: 'blob', hidden: true })
+  accessTokenCipher!: Buffer;
+
+  @Property({ type: 'blob', hidden: true })
+  refreshTokenHmac!: Buffer;
+
+  @Property({ type: 'blob', hidden: true })
+  refreshTokenCipher!: Buffer;
 
   /**
-   * sha256 of `accessToken`, computed by PostgreSQL (a generated column). The unique index of live
-   * tokens and the bearer lookup use it: a fixed 32-byte key, whatever the token's length.
+   * The plain values, in memory only (not mapped: MikroORM never writes them). The token service
+   * fills them when it loads a token for a write and seals them into the four columns above.
    */
-  @Property({ type: 'blob', persist: false, hidden: true, lazy: true })
-  accessTokenHash?: Buffer;
-
-  @Property({ type: 'string', length: 1024 })
+  accessToken!: string;
   refreshToken: string = '';
 
   @Property({ type: 'string', length: 255 })

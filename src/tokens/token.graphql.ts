@@ -3,7 +3,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { inInput } from '../graphql/errors.js';
-import { DateTimeFilter, DELETED_ARG, DELETED_AT, DeletedRecords, IDFilter, listInput, SortDirection, StringFilter } from '../graphql/filters.js';
+import { DateTimeFilter, DELETED_ARG, DELETED_AT, DeletedRecords, IDFilter, listInput, SecretFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { idValue } from '../graphql/ids.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { selects } from '../graphql/selection.js';
@@ -64,8 +64,8 @@ export class TokenPatch {
 export class TokenFilter {
   @Field(() => IDFilter, { nullable: true }) id?: IDFilter;
   @Field(() => IDFilter, { nullable: true }) userID?: IDFilter;
-  @Field(() => StringFilter, { nullable: true }) accessToken?: StringFilter;
-  @Field(() => StringFilter, { nullable: true }) refreshToken?: StringFilter;
+  @Field(() => SecretFilter, { nullable: true }) accessToken?: SecretFilter;
+  @Field(() => SecretFilter, { nullable: true }) refreshToken?: SecretFilter;
   @Field(() => StringFilter, { nullable: true }) scope?: StringFilter;
   @Field(() => StringFilter, { nullable: true }) code?: StringFilter;
   @Field(() => StringFilter, { nullable: true }) codeChallenge?: StringFilter;
@@ -80,12 +80,10 @@ export class TokenFilter {
   @Field(() => TokenFilter, { nullable: true }) not?: TokenFilter;
 }
 
-@InputType({ description: 'One sort key: set exactly one field.' })
+@InputType({ description: 'One sort key: set exactly one field (accessToken and refreshToken are stored encrypted and cannot be sorted on).' })
 export class TokenOrderBy {
   @Field(() => SortDirection, { nullable: true }) id?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) userID?: SortDirection;
-  @Field(() => SortDirection, { nullable: true }) accessToken?: SortDirection;
-  @Field(() => SortDirection, { nullable: true }) refreshToken?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) scope?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) code?: SortDirection;
   @Field(() => SortDirection, { nullable: true }) codeChallenge?: SortDirection;

@@ -1,5 +1,6 @@
 import { wireDate, wireInt } from '../db/reads.js';
 import { isoDate } from '../shared/present.js';
+import type { Keyring } from './secrets.js';
 import type { Token } from './token.entity.js';
 
 /** The token on the wire. */
@@ -19,15 +20,15 @@ export interface TokenRecord {
   updatedAt: string | null;
 }
 
-/** The columns a read selects (alias `t`). */
+/** The columns a read selects (alias `t`): the secrets as ciphertexts, opened by `tokenFromRow`. */
 export const TOKEN_COLUMNS =
-  't.id, t.user_id, t.access_token, t.refresh_token, t.scope, t.code, t.code_challenge, t.token_type, t.expire_at, t.client, t.version, t.created_at, t.updated_at';
+  't.id, t.user_id, t.access_token_cipher, t.refresh_token_cipher, t.scope, t.code, t.code_challenge, t.token_type, t.expire_at, t.client, t.version, t.created_at, t.updated_at';
 
 interface TokenRow {
   id: string;
   user_id: string;
-  access_token: string;
-  refresh_token: string;
+  access_token_cipher: Buffer;
+  refresh_token_cipher: Buffer;
   scope: string;
   code: string;
   code_challenge: string | null;
@@ -39,12 +40,17 @@ interface TokenRow {
   updated_at: string;
 }
 
-/** A row of the read path (TOKEN_COLUMNS). */
-export const tokenFromRow = (row: TokenRow): TokenRecord => ({
+/**
+ * The wire record of a row of the read path (TOKEN_COLUMNS), its secrets decrypted with the
+ * service's keys. A secret under a key the service does not hold cannot be answered: the start-up
+ * check (checkTokenKeys) keeps such rows out, and one that appears anyway (another instance with
+ * another key) fails the request with a 500 rather than answering a made-up value.
+ */
+export const tokenFromRow = (keyring: Keyring) => (row: TokenRow): TokenRecord => ({
   id: wireInt(row.id),
   userID: wireInt(row.user_id),
-  accessToken: row.access_token,
-  refreshToken: row.refresh_token,
+  accessToken: keyring.open('accessToken', row.access_token_cipher),
+  refreshToken: keyring.open('refreshToken', row.refresh_token_cipher),
   scope: row.scope,
   code: row.code,
   codeChallenge: row.code_challenge,

@@ -3,6 +3,7 @@ import { LockMode } from '@mikro-orm/core';
 import { BEARER_VALUE_PATTERN, liveTokenByValue } from '../auth/authenticate.js';
 import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import { andAll, compileList, compileQuery, type ListFields, type ListInput, type Page } from '../list/list.js';
+import type { Keyring } from './secrets.js';
 import { compileKeyset, type ConnectionInput } from '../list/keyset.js';
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { crudService } from '../shared/crud.js';
@@ -32,8 +33,9 @@ export const TOKEN_WRITABLE: WritableFields = {
 export const TOKEN_LIST_FIELDS: ListFields = {
   id: { column: 't.id', kind: 'id' },
   userID: { column: 't.user_id', kind: 'id' },
-  accessToken: { column: 't.access_token', kind: 'string' },
-  refreshToken: { column: 't.refresh_token', kind: 'string' },
+  // Matched through their keyed hashes (SPEC §9): eq, ne, in, nin only; see tokenListFields.
+  accessToken: { column: 't.access_token_hmac', kind: 'secret' },
+  refreshToken: { column: 't.refresh_token_hmac', kind: 'secret' },
   scope: { column: 't.scope', kind: 'string' },
   code: { column: 't.code', kind: 'string' },
   codeChallenge: { column: 't.code_challenge', kind: 'string', nullable: true },
@@ -44,6 +46,23 @@ export const TOKEN_LIST_FIELDS: ListFields = {
   createdAt: { column: 't.created_at', kind: 'date' },
   updatedAt: { column: 't.updated_at', kind: 'date' },
 };
+
+/** TOKEN_LIST_FIELDS with the secret fields matched through the keyed hashes of a key ring. */
+export function tokenListFields(keyring: Keyring): ListFields {
+  return {
+    ...TOKEN_LIST_FIELDS,
+    accessToken: { ...TOKEN_LIST_FIELDS.accessToken, match: (value) => keyring.hashes('accessToken', value) },
+    refreshToken: { ...TOKEN_LIST_FIELDS.refreshToken, match: (value) => keyring.hashes('refreshToken', value) },
+  };
+}
+
+/** Writes a token's in-memory secrets into its stored forms under the current key. */
+function seal(token: Token, keyring: Keyring): void {
+  token.accessTokenHmac = keyring.hash('accessToken', token.accessToken);
+  token.accessTokenCipher = keyring.seal('accessToken', token.accessToken);
+  token.refreshTokenHmac = keyring.hash('refreshToken', token.refreshToken);
+  token.refreshTokenCipher = keyring.seal('refreshToken', token.refreshToken);
+}
 
 /** The scopes this service itself understands; other scope words pass through untouched. */
 const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*)|audit:(read|\*))$/;
@@ -68,8 +87,24 @@ function checkGrantable(caller: Caller, scope: string): void {
   }
 }
 
-async function checkToken(em: EntityManager, values: Record<string, unknown>, caller: Caller): Promise<void> {
+const LIVE_UNDER_PREVIOUS_KEY = 'select id from tokens where access_token_hmac = ? and deleted_at is null and id <> ? limit 1';
+
+async function checkToken(
+  em: EntityManager,
+  values: Record<string, unknown>,
+  caller: Caller,
+  keyring: Keyring,
+  record: Token | undefined,
+  conflict: () => AppError,
+): Promise<void> {
   if (typeof values.scope === 'string') checkGrantable(caller, values.scope);
+  // The unique index compares hashes under the current key. During a rotation a live token may
+  // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip past
+  // the index, so that one is looked for here.
+  if (keyring.previous && typeof values.accessToken === 'string') {
+    const [taken] = await em.execute(LIVE_UNDER_PREVIOUS_KEY, [keyring.previous.hash('accessToken', values.accessToken), record?.id ?? 0]);
+    if (taken) throw conflict();
+  }
   if (values.userID !== undefined) {
     // FOR SHARE: a concurrent delete of the owner (FOR UPDATE, then its tokens) waits for this
     // write, or this write waits for it and then finds the owner deleted; never a live token of a
@@ -125,45 +160,57 @@ const grantable = (caller: Caller, scope: string) => {
     return false;
   }
 };
-const USER_TOKENS: NestedSource<TokenRecord> = {
+const USER_TOKENS: Omit<NestedSource<TokenRecord>, 'fromRow'> = {
   from: 'tokens t',
   columns: TOKEN_COLUMNS,
   parentColumn: 't.user_id',
   live: { sql: 't.deleted_at is null', params: [] },
-  fromRow: tokenFromRow,
 };
 
-export function tokenService(orm: MikroORM) {
+export function tokenService(orm: MikroORM, keyring: Keyring) {
   const rows = readerFor(orm);
+  const fromRow = tokenFromRow(keyring);
+  const listFields = tokenListFields(keyring);
+  const conflict = () =>
+    AppError.conflict('a live token with this accessToken already exists', [{ field: 'accessToken', message: 'is already in use' }]);
+  const userTokens: NestedSource<TokenRecord> = { ...USER_TOKENS, fromRow };
   const crud = crudService(orm, {
     resource: 'token',
     label: 'token',
     entity: Token,
     table: 'tokens',
     columns: TOKEN_COLUMNS,
-    fromRow: tokenFromRow,
+    fromRow,
     fromEntity: presentToken,
     writable: TOKEN_WRITABLE,
-    listFields: TOKEN_LIST_FIELDS,
+    listFields,
     properties: { userID: 'user' },
-    check: checkToken,
+    check: (em, values, caller, record) => checkToken(em, values, caller, keyring, record, conflict),
+    loaded(token) {
+      token.accessToken = keyring.open('accessToken', token.accessTokenCipher);
+      token.refreshToken = keyring.open('refreshToken', token.refreshTokenCipher);
+    },
     // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
     guard: (token, caller) => checkGrantable(caller, token.scope),
     onCreate(token, caller) {
       token.client = caller.client;
       token.version = 1;
+      seal(token, keyring);
     },
     onChange(token) {
       token.version += 1;
+      // Sealed afresh (a new nonce, and the current key) whenever the record changes.
+      seal(token, keyring);
     },
     checkRestore: checkTokenRestore,
-    conflict: () =>
-      AppError.conflict('a live token with this accessToken already exists', [
-        { field: 'accessToken', message: 'is already in use' },
-      ]),
+    conflict,
   });
   return {
     ...crud,
+    /** The keys this service seals and matches secrets with. */
+    keyring,
+    /** The keyed hashes of an accessToken under every key held (for lookups by value). */
+    accessTokenHashes: (accessToken: string) => keyring.hashes('accessToken', accessToken),
 
     /**
      * RFC 7662 introspection for a caller holding token:read: active with the token's details when
@@ -172,7 +219,7 @@ export function tokenService(orm: MikroORM) {
      */
     async introspect(caller: Caller, value: string): Promise<Introspection> {
       requirePermission(caller, 'token:read');
-      const live = await liveTokenByValue(orm, value);
+      const live = await liveTokenByValue({ orm, keyring }, value);
       if (!live) return { active: false };
       const [row] = await rows<Record<string, string | null>>(INTROSPECTED, [live.tokenId]);
       if (!row) return { active: false };
@@ -195,7 +242,7 @@ export function tokenService(orm: MikroORM) {
      * delete. Without token:write, naming another token is a 403 whether or not it exists.
      */
     async revokeByValue(caller: Caller, value: string): Promise<number> {
-      const live = await liveTokenByValue(orm, value);
+      const live = await liveTokenByValue({ orm, keyring }, value);
       if (live?.tokenId === caller.tokenId) {
         // Its own token: no permission needed (RFC 7009 lets a client give up its own credential).
         const now = new Date();
@@ -228,7 +275,7 @@ export function tokenService(orm: MikroORM) {
     async destroyMatching(caller: Caller, filter: unknown): Promise<BulkRevocation> {
       requirePermission(caller, 'token:write');
       const blank = filter === undefined || filter === null || (typeof filter === 'string' && filter.trim() === '');
-      const { where } = blank ? { where: null } : compileQuery({ filter }, TOKEN_LIST_FIELDS);
+      const { where } = blank ? { where: null } : compileQuery({ filter }, listFields);
       if (!where) throw AppError.invalid([{ field: 'filter', message: 'is required: a bulk revoke never means every token' }]);
       return transaction(orm, async (em) => {
         const live = andAll({ sql: 't.deleted_at is null', params: [] }, where)!;
@@ -248,17 +295,17 @@ export function tokenService(orm: MikroORM) {
     async viewer(caller: Caller): Promise<TokenRecord> {
       const [row] = await rows(VIEWER, [caller.tokenId]);
       if (!row) throw AppError.notFound('the calling token no longer exists');
-      return tokenFromRow(row as never);
+      return fromRow(row as never);
     },
     /** The tokens of many users, one page each (GraphQL's User.tokens); totals only when `count`. */
     async listForUsers(caller: Caller, userIds: readonly number[], input: ListInput, count = true): Promise<Map<number, Page<TokenRecord>>> {
       requirePermission(caller, 'token:read');
-      return pagesByParent(rows, USER_TOKENS, userIds, compileList(input, TOKEN_LIST_FIELDS), count);
+      return pagesByParent(rows, userTokens, userIds, compileList(input, listFields), count);
     },
     /** Keyset pages of many users' tokens (GraphQL's nested User.tokensConnection). */
     connectionsForUsers(caller: Caller, userIds: readonly number[], input: ConnectionInput, count = true) {
       requirePermission(caller, 'token:read');
-      return connectionsByParent(rows, USER_TOKENS, userIds, compileKeyset(input, TOKEN_LIST_FIELDS), count);
+      return connectionsByParent(rows, userTokens, userIds, compileKeyset(input, listFields), count);
     },
   };
 }

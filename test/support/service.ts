@@ -33,6 +33,15 @@ export interface TestService {
    * sequence value (PostgreSQL sequences are not transactional), hence the option.
    */
   snapshot(options?: { sequences?: boolean }): Promise<Record<string, unknown>>;
+  /**
+   * The keyed hash the service stores for a token secret (SPEC §9), to find its row with SQL:
+   * `where access_token_hmac = ?` with `svc.hmac(value)`.
+   */
+  hmac(value: string, field?: 'accessToken' | 'refreshToken'): Buffer;
+  /** The plain value of a stored ciphertext column (`access_token_cipher`, `refresh_token_cipher`). */
+  open(sealed: Buffer, field?: 'accessToken' | 'refreshToken'): string;
+  /** Inserts tokens of a user straight into the table (sealed with the service's key): many, fast. */
+  insertTokens(userID: number, accessTokens: readonly string[]): Promise<void>;
   /** Creates a user and a token for it with the given scope; returns the access token. */
   tokenWith(scope: string, options?: { expireAt?: string | null }): Promise<string>;
   stop(): Promise<void>;
@@ -92,6 +101,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
   }
   const config = loadConfig({
+    // Secrets at rest (SPEC §9): each test service its own key. `TOKEN_KEY: ''` in `env` leaves it
+    // unset (the embedded database then makes its key file).
+    TOKEN_KEY: randomBytes(32).toString('base64'),
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
@@ -172,6 +184,18 @@ export async function startTestService(env: Record<string, string> = {}): Promis
         );
       }
       return state;
+    },
+    hmac: (value, field = 'accessToken') => running.db.keyring.hash(field, value),
+    open: (sealed, field = 'accessToken') => running.db.keyring.open(field, sealed),
+    async insertTokens(userID, accessTokens) {
+      const keyring = running.db.keyring;
+      for (let i = 0; i < accessTokens.length; i += 1000) {
+        const chunk = accessTokens.slice(i, i + 1000);
+        await service.sql(
+          `insert into tokens (user_id, access_token_hmac, access_token_cipher, refresh_token_hmac, refresh_token_cipher) values ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+          chunk.flatMap((value) => [userID, keyring.hash('accessToken', value), keyring.seal('accessToken', value), keyring.hash('refreshToken', ''), keyring.seal('refreshToken', '')]),
+        );
+      }
     },
     async tokenWith(scope, options = {}) {
       const user = await service.request('POST', '/user/', { body: { firstName: 'Token', lastName: `Holder ${scope}` } });

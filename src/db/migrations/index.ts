@@ -2,6 +2,12 @@ import { Migration20261121000000_initial } from './Migration20261121000000_initi
 import { Migration20261123000000_live_counts } from './Migration20261123000000_live_counts.js';
 import { Migration20261123100000_right_bigint } from './Migration20261123100000_right_bigint.js';
 import { Migration20261123110000_audit_events } from './Migration20261123110000_audit_events.js';
+import { Migration20261201000000_token_secret_columns } from './Migration20261201000000_token_secret_columns.js';
+import { Migration20261201000100_drop_plain_tokens } from './Migration20261201000100_drop_plain_tokens.js';
+
+/** The migration after which the service converts plain tokens with its key (see that migration). */
+export const TOKEN_SECRET_COLUMNS = 'Migration20261201000000_token_secret_columns';
+export const DROP_PLAIN_TOKENS = 'Migration20261201000100_drop_plain_tokens';
 
 /** Every migration, in order. Listed explicitly so that the same list runs from src/ and dist/. */
 export const migrations = [
@@ -9,4 +15,6 @@ export const migrations = [
   { name: 'Migration20261123000000_live_counts', class: Migration20261123000000_live_counts },
   { name: 'Migration20261123100000_right_bigint', class: Migration20261123100000_right_bigint },
   { name: 'Migration20261123110000_audit_events', class: Migration20261123110000_audit_events },
+  { name: 'Migration20261201000000_token_secret_columns', class: Migration20261201000000_token_secret_columns },
+  { name: 'Migration20261201000100_drop_plain_tokens', class: Migration20261201000100_drop_plain_tokens },
 ];

@@ -1,0 +1,116 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ConfigError } from '../config.js';
+import { keyIdSql, type Keyring } from './secrets.js';
+
+/** Rows converted or re-encrypted per transaction: short transactions, short row locks. */
+const BATCH = 500;
+
+const SEAL = `update tokens
+    set access_token_hmac = ?, access_token_cipher = ?, refresh_token_hmac = ?, refresh_token_cipher = ?
+  where id = ?`;
+
+/** The four stored forms of a token's two secrets under the current key, and its id. */
+function sealed(keyring: Keyring, id: string, accessToken: string, refreshToken: string): unknown[] {
+  return [
+    keyring.hash('accessToken', accessToken),
+    keyring.seal('accessToken', accessToken),
+    keyring.hash('refreshToken', refreshToken),
+    keyring.seal('refreshToken', refreshToken),
+    id,
+  ];
+}
+
+/**
+ * Converts the rows still in the old form (plain `access_token`, `refresh_token`) into keyed hashes
+ * and ciphertexts under the current key, and empties the plain columns. Runs between the migration
+ * that adds the new columns and the one that drops the plain ones (see Database.migrate), in
+ * batches, each in its own transaction, so an interrupted start resumes where it stopped.
+ * Returns the number of rows converted.
+ */
+export async function convertPlainTokens(orm: MikroORM, keyring: Keyring): Promise<number> {
+  let converted = 0;
+  let after = '0';
+  for (;;) {
+    const done = await orm.em.fork().transactional(async (em) => {
+      const rows = await em.execute<{ id: string; access_token: string; refresh_token: string | null }[]>(
+        `select id, access_token, refresh_token from tokens
+          where id > ? and (access_token_cipher is null or access_token is not null or refresh_token is not null)
+          order by id limit ${BATCH} for update`,
+        [after],
+      );
+      for (const row of rows) {
+        // A row converted by an earlier, interrupted start but not yet emptied keeps its ciphertexts.
+        await em.execute(`${SEAL.replace('where id = ?', ', access_token = null, refresh_token = null where id = ?')}`, sealed(keyring, row.id, row.access_token, row.refresh_token ?? ''));
+      }
+      return rows;
+    });
+    converted += done.length;
+    if (done.length < BATCH) return converted;
+    after = done[done.length - 1].id;
+  }
+}
+
+/**
+ * Refuses a key ring that cannot open every stored token: a wrong TOKEN_KEY, a key file replaced or
+ * lost, a rotation whose TOKEN_KEY_PREVIOUS was left out. Serving with it would answer 401 for
+ * every token and write new ones under a second key beside the unreadable ones, so the start stops
+ * here with a message that names the key ids found and held (never the keys).
+ */
+export async function checkTokenKeys(orm: MikroORM, keyring: Keyring): Promise<void> {
+  const held = keyring.hexIds;
+  const marks = held.map(() => '?').join(', ');
+  const [row] = await orm.em.fork().execute<{ key_id: string; n: string }[]>(
+    `select k.key_id, (select count(*) from tokens where ${keyIdSql('access_token_cipher')} = k.key_id) as n
+       from (select ${keyIdSql('access_token_cipher')} as key_id from tokens
+              where ${keyIdSql('access_token_cipher')} not in (${marks}) or ${keyIdSql('refresh_token_cipher')} not in (${marks})
+              limit 1) k`,
+    [...held, ...held],
+  );
+  if (row) {
+    throw new ConfigError(
+      `the database holds tokens encrypted under a key this service does not hold (key id ${row.key_id}, ${row.n} tokens; ` +
+        `this service holds ${held.join(' and ')}). Start it with the key they were encrypted with as TOKEN_KEY ` +
+        `(or, during a rotation, as TOKEN_KEY_PREVIOUS); on the embedded database, restore DATA_DIR/token.key`,
+    );
+  }
+}
+
+export interface Rotation {
+  /** Rows re-encrypted and re-hashed under the current key. */
+  changed: number;
+  /** Rows already under it. */
+  unchanged: number;
+}
+
+/**
+ * `npm run rotate-key`: re-encrypts and re-hashes every token (deleted ones too: a restore needs
+ * them) that is not under the current key yet, opening it with TOKEN_KEY_PREVIOUS. In batches, each
+ * in its own transaction with its rows locked, so it can run beside the service and be run again.
+ */
+export async function rotateTokenKeys(orm: MikroORM, keyring: Keyring): Promise<Rotation> {
+  await checkTokenKeys(orm, keyring);
+  const current = keyring.current.hexId;
+  let changed = 0;
+  let after = '0';
+  for (;;) {
+    const done = await orm.em.fork().transactional(async (em) => {
+      const rows = await em.execute<{ id: string; access_token_cipher: Buffer; refresh_token_cipher: Buffer }[]>(
+        `select id, access_token_cipher, refresh_token_cipher from tokens
+          where id > ? and (${keyIdSql('access_token_cipher')} <> ? or ${keyIdSql('refresh_token_cipher')} <> ?)
+          order by id limit ${BATCH} for update`,
+        [after, current, current],
+      );
+      for (const row of rows) {
+        const accessToken = keyring.open('accessToken', row.access_token_cipher);
+        const refreshToken = keyring.open('refreshToken', row.refresh_token_cipher);
+        await em.execute(SEAL, sealed(keyring, row.id, accessToken, refreshToken));
+      }
+      return rows;
+    });
+    changed += done.length;
+    if (done.length < BATCH) break;
+    after = done[done.length - 1].id;
+  }
+  const [{ total }] = await orm.em.fork().execute<{ total: string }[]>('select count(*) as total from tokens');
+  return { changed, unchanged: Number(total) - changed };
+}
