@@ -123,12 +123,22 @@ async function checkToken(
  * so restoring it would answer success for a credential that does not work. The owner is locked
  * FOR SHARE as checkToken does, so a concurrent delete of the user cannot slip in between.
  */
-async function checkTokenRestore(em: EntityManager, token: Token): Promise<void> {
+async function checkTokenRestore(em: EntityManager, token: Token, keyring: Keyring, conflict: () => AppError): Promise<void> {
   const owner = await em.findOne(User, { id: token.user, deletedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ });
   if (!owner) {
     throw AppError.conflict(`the token's user ${token.user} is deleted; restore the user first`, [
       { field: 'userID', message: `user ${token.user} is deleted` },
     ]);
+  }
+  // During a rotation the restored row's hash and a live twin's may be under different keys, which
+  // the unique index cannot compare: look for the value under every key held.
+  if (keyring.previous) {
+    const hashes = keyring.hashes('accessToken', token.accessToken);
+    const [taken] = await em.execute(
+      `select 1 as taken from tokens where access_token_hmac in (${hashes.map(() => '?').join(', ')}) and deleted_at is null and id <> ? limit 1`,
+      [...hashes, token.id],
+    );
+    if (taken) throw conflict();
   }
 }
 
@@ -202,7 +212,7 @@ export function tokenService(orm: MikroORM, keyring: Keyring) {
       // Sealed afresh (a new nonce, and the current key) whenever the record changes.
       seal(token, keyring);
     },
-    checkRestore: checkTokenRestore,
+    checkRestore: (em, token) => checkTokenRestore(em, token, keyring, conflict),
     conflict,
   });
   return {
