@@ -13,7 +13,7 @@ import { localExplorer } from './graphql/explorer.js';
 import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
-import { accessLog, answerOptions, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
+import { accessLog, answerOptions, type RouteTemplates, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
@@ -42,10 +42,6 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   app.use(errorHandler(log));
   app.use(requireOneHost);
   app.use(trimTrailingSlash);
-  app.use(async (ctx, next) => {
-    ctx.state.route = routeTemplate(routers, ctx.path, ctx.method);
-    await next();
-  });
   app.use(answerOptions);
 
   const health = new Router<AppState>();
@@ -106,6 +102,11 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
     [{ router: health, prefix: '' }, { router: api, prefix: config.basePath }, { router: oauth, prefix: config.basePath }],
     { version: serviceVersion() },
   );
+  // Where a request's route template comes from when the router could not note it (see routeOf).
+  const templates = new Set(['/graphql', ...routers.flatMap((router) => router.stack.filter((layer) => layer.methods.length > 0).map((layer) => String(layer.path)))]);
+  Object.assign(app.context, {
+    routes: { templates, match: (path: string, method: string) => routeTemplate(routers, path, method) } satisfies RouteTemplates,
+  });
   return app;
 }
 

@@ -1,24 +1,9 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, sep } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../http/context.js';
+import { packageFile, serveFiles } from '../http/static-files.js';
 import type { GraphQLContext } from './context.js';
-
-const require = createRequire(import.meta.url);
-
-/** A package's folder (its `exports` do not list the browser builds, so they are read from there). */
-function packageRoot(name: string): string {
-  let dir = dirname(require.resolve(name));
-  while (!dir.endsWith(`${sep}node_modules${sep}${name}`)) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`cannot find the ${name} package`);
-    dir = up;
-  }
-  return dir;
-}
 
 /** Where the local explorer lives; /graphql falls back to it when Apollo's CDN is out of reach. */
 export const LOCAL_EXPLORER = '/graphiql';
@@ -66,13 +51,13 @@ export function sandboxWithFallback(): ApolloServerPlugin<GraphQLContext> {
  * GraphiQL's own Headers tab works too.
  */
 export function localExplorer(): Middleware<AppState> {
-  const file = (pkg: string, path: string, type: string) => ({ type, body: readFileSync(join(packageRoot(pkg), path)) });
-  const assets: Record<string, { type: string; body: Buffer }> = {
-    [`${LOCAL_EXPLORER}/react.js`]: file('react', 'umd/react.production.min.js', 'text/javascript; charset=utf-8'),
-    [`${LOCAL_EXPLORER}/react-dom.js`]: file('react-dom', 'umd/react-dom.production.min.js', 'text/javascript; charset=utf-8'),
-    [`${LOCAL_EXPLORER}/graphiql.js`]: file('graphiql', 'graphiql.min.js', 'text/javascript; charset=utf-8'),
-    [`${LOCAL_EXPLORER}/graphiql.css`]: file('graphiql', 'graphiql.min.css', 'text/css; charset=utf-8'),
-  };
+  const js = 'text/javascript; charset=utf-8';
+  const assets = serveFiles({
+    [`${LOCAL_EXPLORER}/react.js`]: packageFile('react', 'umd/react.production.min.js', js),
+    [`${LOCAL_EXPLORER}/react-dom.js`]: packageFile('react-dom', 'umd/react-dom.production.min.js', js),
+    [`${LOCAL_EXPLORER}/graphiql.js`]: packageFile('graphiql', 'graphiql.min.js', js),
+    [`${LOCAL_EXPLORER}/graphiql.css`]: packageFile('graphiql', 'graphiql.min.css', 'text/css; charset=utf-8'),
+  });
   const html = `<!doctype html>
 <html lang="en">
 <head>
@@ -126,16 +111,11 @@ export function localExplorer(): Middleware<AppState> {
 </html>
 `;
   return async function serveExplorer(ctx, next) {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
-    if (ctx.path === LOCAL_EXPLORER || ctx.path === `${LOCAL_EXPLORER}/`) {
+    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && (ctx.path === LOCAL_EXPLORER || ctx.path === `${LOCAL_EXPLORER}/`)) {
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = html;
       return;
     }
-    const asset = assets[ctx.path];
-    if (!asset) return next();
-    ctx.type = asset.type;
-    ctx.set('Cache-Control', 'public, max-age=86400');
-    ctx.body = asset.body;
+    await assets(ctx, next);
   };
 }

@@ -164,12 +164,11 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
     ],
   });
   await apollo.start();
-  /** Each request's caller (null: introspection without a token), handed from the HTTP layer to Apollo. */
-  const callers = new WeakMap<object, Caller | null>();
   const serveApollo = koaMiddleware(apollo, {
     context: async ({ ctx }): Promise<GraphQLContext> => {
-      const caller = callers.get(ctx) ?? null;
       const state = ctx.state as AppState;
+      // The caller the HTTP layer authenticated; none (null) for introspection without a token.
+      const caller = (state.caller as Caller | undefined) ?? null;
       return { caller, requestId: state.requestId, services, loaders: new Loaders(services, caller), http: state };
     },
   }) as unknown as Middleware<AppState>;
@@ -218,7 +217,6 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
         });
       }
       const caller = await callerFor(ctx);
-      callers.set(ctx, caller);
       if (caller) ctx.state.caller = caller;
       const tooDeep = nestingProblem(ctx);
       if (tooDeep) {

@@ -6,8 +6,8 @@ export interface AppState {
   requestId: string;
   /** Set by the authenticate middleware on every API route. */
   caller: Caller;
-  /** The route template the request matches (`/user/:id`), noted before routing. */
-  route?: string;
+  /** The route template the request matched (`/user/:id`; null: none), once routeOf found it. */
+  route?: string | null;
   /** The GraphQL operation a /graphql request ran (for the request log and metrics). */
   graphql?: { name: string | null; type: string };
 }

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { CrudService, LiveRecord } from '../shared/crud.js';
 import type { AppState } from './context.js';
-import { listQuery, sendCount, sendCreated, sendCreatedByUpdate, sendList, sendUpdated } from './respond.js';
+import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './respond.js';
 
 /**
  * The REST routes every record type shares (SPEC §4): list, create (with a reserved id or not),
@@ -33,7 +33,7 @@ export function crudRoutes<E extends LiveRecord, R extends { id: number }>(optio
 
   router.put(`${path}/:id`, async (ctx) => {
     const { record, created } = await service.replace(ctx.state.caller, ctx.params.id, ctx.request.body);
-    if (created) sendCreatedByUpdate(ctx, locationOf(record.id), record);
+    if (created) sendCreated(ctx, locationOf(record.id), record, { byUpdate: true });
     else sendUpdated(ctx, record);
   });
 

@@ -1,20 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from './context.js';
-
-const require = createRequire(import.meta.url);
+import { packageFile, serveFiles } from './static-files.js';
 
 /**
  * GET /docs: the OpenAPI document rendered by Swagger UI, served from the swagger-ui-dist package
  * (no CDN: it works without internet). Its two files are read once, at start.
  */
 export function docsPage(): { page: Middleware<AppState>; assets: Middleware<AppState> } {
-  const dist = dirname(require.resolve('swagger-ui-dist/package.json'));
-  const files: Record<string, { type: string; body: Buffer }> = {
-    '/docs/swagger-ui.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(dist, 'swagger-ui.css')) },
-    '/docs/swagger-ui-bundle.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(dist, 'swagger-ui-bundle.js')) },
+  const files = {
+    '/docs/swagger-ui.css': packageFile('swagger-ui-dist', 'swagger-ui.css', 'text/css; charset=utf-8'),
+    '/docs/swagger-ui-bundle.js': packageFile('swagger-ui-dist', 'swagger-ui-bundle.js', 'text/javascript; charset=utf-8'),
   };
   const html = `<!doctype html>
 <html lang="en">
@@ -37,13 +34,7 @@ window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = html;
     },
-    assets: async (ctx, next) => {
-      const file = ctx.method === 'GET' || ctx.method === 'HEAD' ? files[ctx.path] : undefined;
-      if (!file) return next();
-      ctx.type = file.type;
-      ctx.set('Cache-Control', 'public, max-age=86400');
-      ctx.body = file.body;
-    },
+    assets: serveFiles(files),
   };
 }
 

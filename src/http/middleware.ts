@@ -18,12 +18,26 @@ export async function requestId(ctx: AppContext, next: Next): Promise<void> {
   await next();
 }
 
+/** The app's route templates, and a matcher by path and method (installed on the context by app.ts). */
+export interface RouteTemplates {
+  templates: ReadonlySet<string>;
+  match(path: string, method: string): string | undefined;
+}
+
 /**
- * The route template a request matched (`/user/:id`), or null (an unknown path): the one app.ts
- * notes before routing (so a request refused by authentication still has its template), else the
- * router's own.
+ * The route template a request matched (`/user/:id`), or null (an unknown path), found once the
+ * answer is made and kept. The router notes it for a request that reached its handler; one refused
+ * before (a 401 from authentication, a 415 from the body reader) only has the path of the
+ * router-level middleware, so the routes are matched again, for those requests alone.
  */
-export const routeOf = (ctx: AppContext): string | null => ctx.state.route ?? (ctx as { _matchedRoute?: string })._matchedRoute ?? null;
+export function routeOf(ctx: AppContext): string | null {
+  if (ctx.state.route !== undefined) return ctx.state.route;
+  const noted = (ctx as { _matchedRoute?: string })._matchedRoute;
+  const routes = (ctx as { routes?: RouteTemplates }).routes;
+  const route = noted && (!routes || routes.templates.has(noted)) ? noted : (routes?.match(ctx.path, ctx.method) ?? null);
+  ctx.state.route = route;
+  return route;
+}
 
 /**
  * One line per request: method, route template (the path itself only when no route matched;
@@ -80,33 +94,47 @@ export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
   };
 }
 
-const parseJson = bodyParser({
-  enableTypes: ['json'],
-  extendTypes: { json: ['application/*+json'] },
-  jsonLimit: '1mb',
-  strict: false,
-  // A "__proto__" key is valid JSON; it is dropped like any other field outside the writable set
-  // (co-body reads this option, koa-bodyparser's types do not list it).
-  ...({ onProtoPoisoning: 'remove' } as object),
-  // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
-  onerror: (err: Error & { status?: number; type?: string }) => {
-    if (err.status === 413 || err.type === 'entity.too.large') {
-      throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
-    }
-    if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
-    if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
-    throw AppError.badRequest('the request body is not valid JSON');
-  },
-});
+/** A body parser for JSON (and, where asked, form) bodies of at most 1 MiB. */
+const bodyReader = (types: ('json' | 'form')[]) =>
+  bodyParser({
+    enableTypes: types,
+    extendTypes: { json: ['application/*+json'] },
+    jsonLimit: '1mb',
+    formLimit: '1mb',
+    strict: false,
+    // A "__proto__" key is valid JSON; it is dropped like any other field outside the writable set
+    // (co-body reads this option, koa-bodyparser's types do not list it).
+    ...({ onProtoPoisoning: 'remove' } as object),
+    // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
+    onerror: (err: Error & { status?: number; type?: string }) => {
+      if (err.status === 413 || err.type === 'entity.too.large') {
+        throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
+      }
+      if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
+      if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
+      throw AppError.badRequest(types.includes('form') ? 'the request body is not valid JSON or form data' : 'the request body is not valid JSON');
+    },
+  });
+const parseJson = bodyReader(['json']);
+const parseFormOrJson = bodyReader(['json', 'form']);
+
+/** Whether the request declares a body (a length, or chunks). */
+const hasBody = (ctx: AppContext) => Boolean(ctx.request.length || ctx.get('Transfer-Encoding'));
 
 /** JSON bodies only (415 for any other declared type), at most 1 MiB (413). */
 export async function jsonBody(ctx: AppContext, next: Next): Promise<void> {
-  if (ctx.request.length || ctx.get('Transfer-Encoding')) {
-    if (!ctx.is('application/json', 'application/*+json')) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
-    }
+  if (hasBody(ctx) && !ctx.is('application/json', 'application/*+json')) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
   }
   await parseJson(ctx, next);
+}
+
+/** JSON or form bodies (the OAuth RFCs send forms), at most 1 MiB; 415 for any other type. */
+export async function formOrJsonBody(ctx: AppContext, next: Next): Promise<void> {
+  if (hasBody(ctx) && !ctx.is('application/json', 'application/*+json', 'application/x-www-form-urlencoded')) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/x-www-form-urlencoded or JSON');
+  }
+  await parseFormOrJson(ctx, next);
 }
 
 /**

@@ -100,18 +100,19 @@ export function sendList<T>(ctx: AppContext, page: Page<T>, present: (record: T)
   ctx.body = page.data.map(present);
 }
 
-/** 201 + Location: the new id, a bare number, or the record (`Prefer: return=representation`). */
-export function sendCreated<R extends { id: number }>(ctx: AppContext, location: string, record: R, present: (record: R) => unknown = (r) => r): void {
+/**
+ * 201 + Location: the new id, a bare number, or the record (`Prefer: return=representation`). A PUT
+ * that created its record on a reserved id answers `1` instead of the id, as every update does.
+ */
+export function sendCreated<R extends { id: number }>(
+  ctx: AppContext,
+  location: string,
+  record: R,
+  options: { present?: (record: R) => unknown; byUpdate?: boolean } = {},
+): void {
   ctx.status = 201;
   ctx.set('Location', location);
-  ctx.body = preferred(ctx, record.id, () => present(record));
-}
-
-/** A PUT that created its record on a reserved id: 201 + Location, and `1` as any update answers. */
-export function sendCreatedByUpdate<R extends { id: number }>(ctx: AppContext, location: string, record: R): void {
-  ctx.status = 201;
-  ctx.set('Location', location);
-  ctx.body = preferred(ctx, 1, () => record);
+  ctx.body = preferred(ctx, options.byUpdate ? 1 : record.id, () => (options.present ?? ((r: R) => r))(record));
 }
 
 /** An update of one record (PUT, PATCH, status, a link's right): `1`, or the record when asked. */

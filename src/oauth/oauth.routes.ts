@@ -1,7 +1,6 @@
 import Router from '@koa/router';
-import bodyParser from 'koa-bodyparser';
-import type { Next } from 'koa';
-import type { AppContext, AppState } from '../http/context.js';
+import type { AppState } from '../http/context.js';
+import { formOrJsonBody } from '../http/middleware.js';
 import type { LinkService } from '../links/link.service.js';
 import { AppError } from '../shared/errors.js';
 import type { TokenService } from '../tokens/token.service.js';
@@ -13,15 +12,6 @@ import type { TokenService } from '../tokens/token.service.js';
  */
 export function oauthRoutes(tokens: TokenService, links: LinkService): Router<AppState> {
   const router = new Router<AppState>();
-  const formOrJson = bodyParser({
-    enableTypes: ['json', 'form'],
-    jsonLimit: '1mb',
-    formLimit: '1mb',
-    onerror: () => {
-      throw AppError.badRequest('the request body is not valid JSON or form data');
-    },
-  });
-
   /** The `token` parameter of an RFC 7662/7009 request. */
   const tokenOf = (body: unknown): string => {
     const value = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).token : undefined;
@@ -30,18 +20,11 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): Router<Ap
     }
     return value;
   };
-  const requireBody = async (ctx: AppContext, next: Next) => {
-    if (ctx.request.length && !ctx.is('application/json', 'application/*+json', 'application/x-www-form-urlencoded')) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/x-www-form-urlencoded or JSON');
-    }
-    await formOrJson(ctx as never, next);
-  };
-
-  router.post('/oauth/introspect', requireBody, async (ctx) => {
+  router.post('/oauth/introspect', formOrJsonBody, async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await tokens.introspect(ctx.state.caller, tokenOf(ctx.request.body));
   });
-  router.post('/oauth/revoke', requireBody, async (ctx) => {
+  router.post('/oauth/revoke', formOrJsonBody, async (ctx) => {
     ctx.body = { revoked: await tokens.revokeByValue(ctx.state.caller, tokenOf(ctx.request.body)) };
   });
   router.get('/authorize/:applicationID', async (ctx) => {

@@ -71,7 +71,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
       try {
         await next();
       } finally {
-        const labels = { method: ctx.method, route: ctx.path === '/graphql' ? '/graphql' : (routeOf(ctx) ?? 'unmatched'), status: String(ctx.status) };
+        const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
         end(labels);
         requests.inc(labels);
         const operation = ctx.state.graphql;

@@ -11,7 +11,7 @@ import { AppError } from '../shared/errors.js';
 import type { WritableFields } from '../shared/input.js';
 import { User } from '../users/user.entity.js';
 import { Token } from './token.entity.js';
-import { idArray, readerFor } from '../db/reads.js';
+import { idArray, readerFor, wireDate } from '../db/reads.js';
 import { transaction } from '../db/transaction.js';
 import { appendAudit, changesOf } from '../audit/audit.service.js';
 import { presentToken, tokenFromRow, TOKEN_COLUMNS, type TokenRecord } from './token.presenter.js';
@@ -153,7 +153,7 @@ const INTROSPECTED = `select t.scope, t.client, t.token_type, t.expire_at, t.cre
     from tokens t join users u on u.id = t.user_id where t.id = ?`;
 
 /** A timestamptz as PostgreSQL writes it in text, in seconds since the epoch (RFC 7662's NumericDate). */
-const epochSeconds = (text: string) => Math.floor(new Date(text.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00')).getTime() / 1000);
+const epochSeconds = (text: string) => Math.floor(Date.parse(wireDate(text)!) / 1000);
 
 /** The result of a bulk revoke: tokens revoked, and matching tokens left alone (not grantable by the caller). */
 export interface BulkRevocation {
