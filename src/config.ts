@@ -28,6 +28,8 @@ export interface Config {
   corsOrigins: readonly string[] | '*' | null;
   /** GET /metrics in Prometheus format (METRICS, on unless false). */
   metrics: boolean;
+  /** READ_CACHE_MB: memory for answers of directory reads, served while nothing changed (0: off). */
+  readCacheMb: number;
   /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
   tokenKey: Buffer | undefined;
   /** TOKEN_KEY_PREVIOUS: still opens and matches tokens until `npm run rotate-key` re-encrypts them. */
@@ -132,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
+    readCacheMb: integer(env, 'READ_CACHE_MB', 32, 0, 4096),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),

@@ -43,7 +43,7 @@ export async function startService(
     const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
     if (ran.length) log.info('migrations applied', { migrations: ran });
     const services = createServices(db.orm, db.keyring);
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection });
+    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCacheMb: config.readCacheMb });
     const app = createApp({ config, db, services, log, graphql: graphql.middleware });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.

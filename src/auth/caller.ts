@@ -12,6 +12,11 @@ export interface Caller {
   client: string;
   /** The request's X-Request-Id, recorded with every audit event the call appends. */
   requestId?: string;
+  /**
+   * The directory version (src/db/read-cache.ts) read with the token, in the request's first
+   * statement: cached reads made under another version are not served to this request.
+   */
+  directoryVersion?: string;
 }
 
 /** `*` grants everything; `user:*` every permission on users; else the exact permission. */

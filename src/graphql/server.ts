@@ -25,6 +25,7 @@ import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueN
 import { mutationTransactionPlugin } from './mutations.js';
 import { operationPlugin } from './operation.js';
 import { sandboxWithFallback } from './explorer.js';
+import { GraphQLResponseCache } from './response-cache.js';
 import { graphQLSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
@@ -128,10 +129,19 @@ export interface GraphQLEndpoint {
  * GraphQL's shape. Sandbox (the landing page of GET /graphql) and introspection go together: on
  * outside production, off in production unless GRAPHQL_INTROSPECTION=true.
  */
-export async function createGraphQL(deps: { db: Database; services: Services; log: Logger; introspection: boolean }): Promise<GraphQLEndpoint> {
+export async function createGraphQL(deps: {
+  db: Database;
+  services: Services;
+  log: Logger;
+  introspection: boolean;
+  /** Memory for clean answers of directory queries (response-cache.ts); 0 turns the cache off. */
+  readCacheMb?: number;
+}): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
+  const schema = await graphQLSchema();
+  const answers = GraphQLResponseCache.create(schema, deps.readCacheMb ?? 0);
   const apollo = new ApolloServer<GraphQLContext>({
-    schema: await graphQLSchema(),
+    schema,
     logger: apolloLogger(log),
     introspection,
     // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
@@ -224,6 +234,9 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
         ctx.body = { errors: [{ message: tooDeep.message, extensions: { code: tooDeep.code, requestId: ctx.state.requestId } }] };
         return;
       }
+      // A directory query answered before under the directory version this request read.
+      const cacheKey = answers?.keyOf(ctx, caller, paramsOf(ctx)) ?? null;
+      if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
       // The scope a mutation's transaction lives in; settled before the answer, and never left open.
       await withSharedScope(async () => {
         try {
@@ -243,6 +256,7 @@ export async function createGraphQL(deps: { db: Database; services: Services; lo
           await endShared(false);
         }
       });
+      if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
     } catch (err) {
       const known = failureOf(err, ctx, log);
       ctx.status = known.status;
