@@ -14,6 +14,7 @@ import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, type RouteTemplates, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
+import { restReadCache } from './http/rest-cache.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
@@ -23,7 +24,7 @@ import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics' | 'graphqlIntrospection'>;
+  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics' | 'graphqlIntrospection' | 'readCacheMb'>;
   db: Database;
   services: Services;
   log: Logger;
@@ -75,6 +76,9 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
   const api: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
   api.use(requireCaller(db));
+  // Directory reads answered before, under the directory version this request's token lookup read.
+  const cachedReads = restReadCache(config.readCacheMb, config.basePath);
+  if (cachedReads) api.use(cachedReads);
   api.use(jsonBody);
   for (const routes of [
     userRoutes(services.users, config.basePath),

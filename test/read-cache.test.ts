@@ -157,6 +157,52 @@ describe('directory queries', () => {
   });
 });
 
+describe('REST directory reads', () => {
+  const name = uniq('rest');
+  let userID: number;
+  beforeAll(async () => {
+    userID = (await svc.request('POST', '/user/', { body: { firstName: 'Ray', lastName: name } })).body;
+    await svc.request('POST', '/user/', { body: { firstName: 'Sam', lastName: name } });
+  });
+  const list = `/user/?pageSize=1&filter=${encodeURIComponent(JSON.stringify({ lastName: { eq: name } }))}`;
+
+  test('a list and a record again: the bearer lookup alone, the same body and page headers', async () => {
+    for (const path of [list, `/user/${userID}`, `/user/${userID}/application/`, '/application/?pageSize=2', '/role/']) {
+      const first = await svc.request('GET', path);
+      expect({ path, status: first.status }).toEqual({ path, status: 200 });
+      const again = await counted(() => svc.request('GET', path));
+      expect({ path, statements: again.statements.length }).toEqual({ path, statements: 1 });
+      expect(again.reply.text).toBe(first.text);
+      for (const header of ['content-type', 'x-total-count', 'link']) expect(again.reply.headers.get(header)).toBe(first.headers.get(header));
+    }
+    const page = await svc.request('GET', list);
+    expect(page.headers.get('x-total-count')).toBe('2');
+    expect(page.headers.get('link')).toContain('rel="next"');
+  });
+
+  test('the next request after a write sees it', async () => {
+    await svc.request('GET', `/user/${userID}`);
+    await svc.request('GET', list);
+    expect((await svc.request('PATCH', `/user/${userID}`, { body: { firstName: 'Roy' } })).status).toBe(200);
+    expect((await svc.request('GET', `/user/${userID}`)).body.firstName).toBe('Roy');
+    await svc.request('POST', '/user/', { body: { firstName: 'Tom', lastName: name } });
+    expect((await svc.request('GET', list)).headers.get('x-total-count')).toBe('3');
+    await svc.sql(`update users set first_name = 'Rex' where id = ?`, [userID]);
+    expect((await svc.request('GET', `/user/${userID}`)).body.firstName).toBe('Rex');
+  });
+
+  test('tokens and the audit log are read every time; errors are not kept; scopes are not shared', async () => {
+    for (const path of ['/token/?pageSize=1', '/audit/?pageSize=1', '/user/not-a-number']) {
+      await svc.request('GET', path);
+      const again = await counted(() => svc.request('GET', path));
+      expect({ path, read: again.statements.length > 1 || again.reply.status === 400 }).toEqual({ path, read: true });
+    }
+    await svc.request('GET', `/user/${userID}`);
+    const noUserRead = await svc.tokenWith('role:read');
+    expect((await svc.request('GET', `/user/${userID}`, { token: noUserRead })).status).toBe(403);
+  });
+});
+
 test('READ_CACHE_MB=0 turns the cache off', async () => {
   const off = await startTestService({ READ_CACHE_MB: '0' });
   try {
@@ -165,6 +211,10 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
     off.queries.length = 0;
     await off.graphql(query);
     expect(off.queries.length).toBeGreaterThan(1);
+    await off.request('GET', '/user/1');
+    off.queries.length = 0;
+    await off.request('GET', '/user/1');
+    expect(off.queries.length).toBe(2);
   } finally {
     await off.stop();
   }

@@ -1,0 +1,50 @@
+import type { Middleware } from 'koa';
+import { readCache } from '../db/read-cache.js';
+import type { AppState } from './context.js';
+
+/**
+ * The REST reads of the directory: users, applications and roles (a record, a list) and a user's
+ * links (to applications, to roles). Tokens, the audit log and the OAuth calls are not cached.
+ */
+const DIRECTORY_READ = /^\/(?:(?:user|application|role)(?:\/[^/]+)?|user\/[^/]+\/(?:application(?:\/[^/]+)?|role))$/;
+
+interface CachedRead {
+  body: string;
+  /** The headers the route set (Content-Type, X-Total-Count, Link). */
+  headers: [string, string][];
+}
+
+/**
+ * Clean answers (200) of directory GETs, served again while the directory version the request's
+ * bearer lookup read is unchanged (src/db/read-cache.ts says why that is exact). Keyed by the
+ * caller's scopes and the request URL as sent (the Link header is built from it). Runs after
+ * authentication: a revoked or expired token is refused as before, cached answer or not.
+ */
+export function restReadCache(megabytes: number, basePath: string): Middleware<AppState> | null {
+  const answers = readCache<CachedRead>(megabytes, (read) => read.body.length + read.headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
+  if (!answers) return null;
+  return async function cachedDirectoryRead(ctx, next) {
+    const version = ctx.state.caller?.directoryVersion;
+    const path = basePath && ctx.path.startsWith(basePath) ? ctx.path.slice(basePath.length) : ctx.path;
+    if (ctx.method !== 'GET' || !version || !DIRECTORY_READ.test(path)) return next();
+    const key = JSON.stringify([[...ctx.state.caller.scopes].sort().join(' '), ctx.originalUrl]);
+    const hit = answers.get(key, version);
+    if (hit) {
+      for (const [name, value] of hit.headers) ctx.set(name, value);
+      ctx.status = 200;
+      ctx.body = hit.body;
+      return;
+    }
+    const before = new Set(Object.keys(ctx.response.headers));
+    await next();
+    const body: unknown = ctx.body;
+    if (ctx.status !== 200 || body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+    // Koa would write JSON.stringify(body): written here once, and kept.
+    const text = JSON.stringify(body);
+    ctx.body = text;
+    const headers = Object.entries(ctx.response.headers)
+      .filter(([name]) => !before.has(name) && name !== 'content-length')
+      .map(([name, value]) => [name, String(value)] as [string, string]);
+    answers.set(key, version, { body: text, headers });
+  };
+}
