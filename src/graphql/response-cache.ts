@@ -70,7 +70,8 @@ export function readsOnlyDirectory(schema: GraphQLSchema, query: string): boolea
 
 /** A clean answer as Apollo made it, and the operation it ran (for the request log and metrics). */
 interface CachedAnswer {
-  body: string;
+  /** The body as bytes: written as they are, where a string would be encoded again for every answer. */
+  body: Buffer;
   type: string;
   operation: { name: string | null; type: string };
 }
@@ -128,6 +129,8 @@ export class GraphQLResponseCache {
     // Inside JSON strings quotes are escaped, so `"errors":` can only be a key: Apollo's errors, or
     // an alias named errors (not cached either, which is only a missed chance).
     if (ctx.status !== 200 || typeof body !== 'string' || !operation || !body.startsWith('{"data":') || body.includes('"errors":')) return;
-    this.answers.set(key, caller.directoryVersion!, { body, type: String(ctx.response.get('Content-Type')), operation });
+    const bytes = Buffer.from(body);
+    ctx.body = bytes;
+    this.answers.set(key, caller.directoryVersion!, { body: bytes, type: String(ctx.response.get('Content-Type')), operation });
   }
 }
