@@ -14,6 +14,7 @@ import { createMetrics } from './observability/metrics.js';
 import { GRAPHQL_METHODS } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, type RouteTemplates, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
+import type { ReadCache } from './db/read-cache.js';
 import { restReadCache } from './http/rest-cache.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
@@ -24,15 +25,17 @@ import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics' | 'graphqlIntrospection' | 'readCacheMb'>;
+  config: Pick<Config, 'basePath' | 'corsOrigins' | 'metrics' | 'graphqlIntrospection'>;
   db: Database;
   services: Services;
   log: Logger;
   graphql: Middleware<AppState>;
+  /** Answers of directory reads (src/db/read-cache.ts), shared with GraphQL; null: off. */
+  readCache?: ReadCache | null;
 }
 
 /** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
-export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<AppState> {
+export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   app.use(requestId);
@@ -76,10 +79,9 @@ export function createApp({ config, db, services, log, graphql }: AppDeps): Koa<
   // middleware runs only for a matched route, so unknown paths answer 404 and wrong methods 405.
   const api: Router<AppState> = new Router<AppState>({ prefix: config.basePath || undefined });
   api.use(requireCaller(db));
-  // Directory reads answered before, under the directory version this request's token lookup read.
-  const cachedReads = restReadCache(config.readCacheMb, config.basePath);
-  if (cachedReads) api.use(cachedReads);
   api.use(jsonBody);
+  // Directory reads answered before, under the directory version this request's token lookup read.
+  if (readCache) api.use(restReadCache(readCache, config.basePath));
   for (const routes of [
     userRoutes(services.users, config.basePath),
     tokenRoutes(services.tokens, config.basePath),

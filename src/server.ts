@@ -1,5 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createReadCache } from './db/read-cache.js';
 import { createApp } from './app.js';
 import { answerClientError, answerConnect, MAX_HEADER_BYTES } from './http/errors.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
@@ -43,8 +44,9 @@ export async function startService(
     const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
     if (ran.length) log.info('migrations applied', { migrations: ran });
     const services = createServices(db.orm, db.keyring);
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCacheMb: config.readCacheMb });
-    const app = createApp({ config, db, services, log, graphql: graphql.middleware });
+    const readCache = createReadCache(config.readCacheMb);
+    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache });
+    const app = createApp({ config, db, services, log, graphql: graphql.middleware, readCache });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
     // requireHostHeader: false: a request without Host reaches the app, which answers the JSON 400.

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { ormOptions, type QueryListener } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
 import type { EmbeddedPostgres } from './embedded.js';
+import { NEW_DIRECTORY_VERSION } from './migrations/Migration20261202000000_directory_version.js';
 import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
 import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
@@ -88,6 +89,9 @@ export async function openDatabase(
         ran.push(...(await orm.migrator.up()).map((m) => m.name));
       }
       await checkTokenKeys(orm, keyring);
+      // A migration may rewrite directory rows with DDL (no row trigger fires): answers cached by
+      // instances still running the previous release must not outlive it.
+      if (ran.length) await orm.em.getConnection().execute(`update directory_version set version = ${NEW_DIRECTORY_VERSION}`);
       return ran;
     },
     poolStats: () => (pool ? { size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize } : null),

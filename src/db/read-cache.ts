@@ -2,43 +2,56 @@ import { LRUCache } from 'lru-cache';
 
 /**
  * Answers of directory reads (users, applications, roles and their links), kept in memory and
- * served again while the directory has not changed — exact, on every instance.
+ * served again while the directory has not changed — exact, on every instance. One cache per
+ * process, shared by REST (src/http/rest-cache.ts) and GraphQL (src/graphql/response-cache.ts).
  *
- * Exact because of where the version comes from: a statement-level trigger moves
- * `directory_version` with every write to those tables, in the write's own transaction (migration
- * 20261202000000), and each request reads it in the statement that checks its bearer token
- * (authenticate.ts), before any other. An answer computed by a request is stored under the version
- * that request read; its own reads ran after that statement, so they saw at least that version's
- * data. A later request gets it only if it read the same version, that is if no write committed
- * in between: a write made through another instance, or by hand in psql, moves the number all the
- * same. No timer, no message between instances, no staleness window.
+ * Exact because of where the version comes from: a trigger moves `directory_version` to a new
+ * random number with every transaction that writes those tables, at its commit and inside it
+ * (migration 20261202000000), and each request reads it in the statement that checks its bearer
+ * token (authenticate.ts), before any other. An answer computed by a request is stored under the
+ * version that request read; its own reads ran after that statement, so they saw at least that
+ * version's data. A later request gets it only if it read the same version, that is if no write
+ * committed in between: a write made through another instance, or by hand in psql, moves the number
+ * all the same. No message between instances, no staleness window.
  *
- * Bounded by bytes (READ_CACHE_MB, least recently used out first); READ_CACHE_MB=0 turns it off.
- * Entries of an older version are replaced in place when their key is computed again.
+ * MAX_AGE bounds what only a write that bypasses the triggers (`ALTER TABLE … DISABLE TRIGGER`,
+ * `pg_restore --disable-triggers`) could leave behind. Bounded by bytes (READ_CACHE_MB, least
+ * recently used out first); READ_CACHE_MB=0 turns it off.
  */
-export class ReadCache<V> {
-  private readonly entries: LRUCache<string, { version: string; value: V }>;
+const MAX_AGE_MS = 60_000;
 
-  constructor(maxBytes: number, private readonly sizeOf: (value: V) => number) {
-    this.entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: (entry, key) => Math.max(1, key.length + this.sizeOf(entry.value) + 64) });
+interface Entry {
+  version: string;
+  value: unknown;
+  bytes: number;
+}
+
+export class ReadCache {
+  private readonly entries: LRUCache<string, Entry>;
+
+  constructor(maxBytes: number) {
+    this.entries = new LRUCache<string, Entry>({
+      maxSize: maxBytes,
+      ttl: MAX_AGE_MS,
+      // Keys are JS strings (up to two bytes a character), values their encoded bytes.
+      sizeCalculation: (entry, key) => key.length * 2 + entry.bytes + 64,
+    });
   }
 
   /** The value stored under this key for exactly this version, if any. */
-  get(key: string, version: string): V | undefined {
+  get<V>(key: string, version: string): V | undefined {
     const entry = this.entries.get(key);
-    return entry && entry.version === version ? entry.value : undefined;
+    return entry && entry.version === version ? (entry.value as V) : undefined;
   }
 
-  set(key: string, version: string, value: V): void {
-    this.entries.set(key, { version, value });
-  }
-
-  get size(): number {
-    return this.entries.size;
+  /** Stores a value of about `bytes` bytes; one larger than a tenth of the cache is not kept. */
+  set(key: string, version: string, value: unknown, bytes: number): void {
+    if ((key.length * 2 + bytes) * 10 > this.entries.maxSize) return;
+    this.entries.set(key, { version, value, bytes });
   }
 }
 
-/** The cache for a configured size in MiB, or null when READ_CACHE_MB is 0. */
-export function readCache<V>(megabytes: number, sizeOf: (value: V) => number): ReadCache<V> | null {
-  return megabytes > 0 ? new ReadCache<V>(megabytes * 1024 * 1024, sizeOf) : null;
+/** The process's cache for a configured size in MiB, or null when READ_CACHE_MB is 0. */
+export function createReadCache(megabytes: number): ReadCache | null {
+  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024) : null;
 }

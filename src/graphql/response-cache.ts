@@ -1,7 +1,7 @@
 import { getNamedType, isLeafType, parse, TypeInfo, visit, visitWithTypeInfo, Kind, type GraphQLSchema } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/caller.js';
-import { readCache } from '../db/read-cache.js';
+import type { ReadCache } from '../db/read-cache.js';
 import type { AppContext } from '../http/context.js';
 import { GRAPHQL_LIMITS } from './limits.js';
 
@@ -76,31 +76,28 @@ interface CachedAnswer {
   operation: { name: string | null; type: string };
 }
 
+/** Query texts longer than this are not cached (nor remembered): a few directory queries are. */
+const MAX_QUERY_CHARS = 16 * 1024;
+
 /**
  * Clean answers to directory queries (read-cache.ts says why they are exact), served without
  * running Apollo again: the same body, type and status. Keyed by everything the answer depends on:
- * the method, what the client accepts (the answer's media type), the caller's scopes, and the
- * request's query, operationName, variables and extensions as sent. Only 200 answers without
- * errors are kept: an error carries its request's id, and a FORBIDDEN one depends on the scopes.
+ * the method, what the client sends and accepts (Content-Type, Accept: a type Apollo refuses is
+ * never a hit), the caller's scopes, and the request's query, operationName, variables and
+ * extensions as sent. Only 200 answers without errors are kept: an error carries its request's id,
+ * and a FORBIDDEN one depends on the scopes.
  */
 export class GraphQLResponseCache {
-  private readonly answers;
   /** Whether a query text reads only the directory: parsed and walked once per text. */
-  private readonly documents = new LRUCache<string, boolean>({ max: 1000 });
+  private readonly documents = new LRUCache<string, boolean>({ maxSize: 2 * 1024 * 1024, sizeCalculation: (_, text) => text.length });
 
-  private constructor(private readonly schema: GraphQLSchema, megabytes: number) {
-    this.answers = readCache<CachedAnswer>(megabytes, (answer) => answer.body.length)!;
-  }
-
-  static create(schema: GraphQLSchema, megabytes: number): GraphQLResponseCache | null {
-    return megabytes > 0 ? new GraphQLResponseCache(schema, megabytes) : null;
-  }
+  constructor(private readonly schema: GraphQLSchema, private readonly answers: ReadCache) {}
 
   /** The cache key of a request, or null when its answer may not be cached. */
   keyOf(ctx: AppContext, caller: Caller | null, params: Record<string, unknown>): string | null {
     if (!caller?.directoryVersion || (ctx.method !== 'POST' && ctx.method !== 'GET')) return null;
     const { query, operationName, variables, extensions } = params;
-    if (typeof query !== 'string') return null;
+    if (typeof query !== 'string' || query.length > MAX_QUERY_CHARS) return null;
     let cacheable = this.documents.get(query);
     if (cacheable === undefined) {
       cacheable = readsOnlyDirectory(this.schema, query);
@@ -108,12 +105,12 @@ export class GraphQLResponseCache {
     }
     if (!cacheable) return null;
     const scopes = [...caller.scopes].sort().join(' ');
-    return JSON.stringify([ctx.method, ctx.get('Accept'), scopes, query, operationName ?? null, variables ?? null, extensions ?? null]);
+    return JSON.stringify(['graphql', ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), scopes, query, operationName ?? null, variables ?? null, extensions ?? null]);
   }
 
   /** Answers the request from the cache; false when there is nothing for its version. */
   serve(ctx: AppContext, caller: Caller, key: string): boolean {
-    const answer = this.answers.get(key, caller.directoryVersion!);
+    const answer = this.answers.get<CachedAnswer>(key, caller.directoryVersion!);
     if (!answer) return false;
     ctx.state.graphql = answer.operation;
     ctx.status = 200;
@@ -131,6 +128,6 @@ export class GraphQLResponseCache {
     if (ctx.status !== 200 || typeof body !== 'string' || !operation || !body.startsWith('{"data":') || body.includes('"errors":')) return;
     const bytes = Buffer.from(body);
     ctx.body = bytes;
-    this.answers.set(key, caller.directoryVersion!, { body: bytes, type: String(ctx.response.get('Content-Type')), operation });
+    this.answers.set(key, caller.directoryVersion!, { body: bytes, type: String(ctx.response.get('Content-Type')), operation } satisfies CachedAnswer, bytes.length);
   }
 }

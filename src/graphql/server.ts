@@ -25,6 +25,7 @@ import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueN
 import { mutationTransactionPlugin } from './mutations.js';
 import { operationPlugin } from './operation.js';
 import { sandboxWithFallback } from './explorer.js';
+import type { ReadCache } from '../db/read-cache.js';
 import { GraphQLResponseCache } from './response-cache.js';
 import { graphQLSchema } from './schema.js';
 
@@ -134,12 +135,12 @@ export async function createGraphQL(deps: {
   services: Services;
   log: Logger;
   introspection: boolean;
-  /** Memory for clean answers of directory queries (response-cache.ts); 0 turns the cache off. */
-  readCacheMb?: number;
+  /** Answers of directory reads (src/db/read-cache.ts), shared with REST; null: off. */
+  readCache?: ReadCache | null;
 }): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
   const schema = await graphQLSchema();
-  const answers = GraphQLResponseCache.create(schema, deps.readCacheMb ?? 0);
+  const answers = deps.readCache ? new GraphQLResponseCache(schema, deps.readCache) : null;
   const apollo = new ApolloServer<GraphQLContext>({
     schema,
     logger: apolloLogger(log),
@@ -198,6 +199,11 @@ export async function createGraphQL(deps: {
    */
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
     const header = authorizationOf(ctx.req);
+    // With a credential, the body is read in full before the token is looked up: that statement also
+    // reads the directory version a cached answer is served under (response-cache.ts), and a body
+    // that arrives after a write must not get an answer from before it. Its problems (400, 413, 415)
+    // still come after the token's 401.
+    const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
     let caller: Caller;
     try {
       caller = { ...(await authenticate(db, header, clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
@@ -209,9 +215,10 @@ export async function createGraphQL(deps: {
       if (readable && runsWithoutToken(ctx)) return null;
       throw err;
     }
-    if (ctx.method === 'POST') await readBody(ctx);
+    if (bodyProblem) throw bodyProblem.err;
     return caller;
   }
+
 
   const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
     try {

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { readCache } from '../db/read-cache.js';
+import type { ReadCache } from '../db/read-cache.js';
 import type { AppState } from './context.js';
 
 /**
@@ -19,17 +19,16 @@ interface CachedRead {
  * Clean answers (200) of directory GETs, served again while the directory version the request's
  * bearer lookup read is unchanged (src/db/read-cache.ts says why that is exact). Keyed by the
  * caller's scopes and the request URL as sent (the Link header is built from it). Runs after
- * authentication: a revoked or expired token is refused as before, cached answer or not.
+ * authentication and the body reader: a revoked or expired token is refused as before, and a body
+ * the API refuses (415, 413, 400) is refused, cached answer or not.
  */
-export function restReadCache(megabytes: number, basePath: string): Middleware<AppState> | null {
-  const answers = readCache<CachedRead>(megabytes, (read) => read.body.length + read.headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
-  if (!answers) return null;
+export function restReadCache(answers: ReadCache, basePath: string): Middleware<AppState> {
   return async function cachedDirectoryRead(ctx, next) {
     const version = ctx.state.caller?.directoryVersion;
     const path = basePath && ctx.path.startsWith(basePath) ? ctx.path.slice(basePath.length) : ctx.path;
     if (ctx.method !== 'GET' || !version || !DIRECTORY_READ.test(path)) return next();
-    const key = JSON.stringify([[...ctx.state.caller.scopes].sort().join(' '), ctx.originalUrl]);
-    const hit = answers.get(key, version);
+    const key = JSON.stringify(['rest', [...ctx.state.caller.scopes].sort().join(' '), ctx.originalUrl]);
+    const hit = answers.get<CachedRead>(key, version);
     if (hit) {
       for (const [name, value] of hit.headers) ctx.set(name, value); // Content-Type among them
       ctx.status = 200;
@@ -46,6 +45,6 @@ export function restReadCache(megabytes: number, basePath: string): Middleware<A
     const headers = Object.entries(ctx.response.headers)
       .filter(([name]) => !before.has(name) && name !== 'content-length')
       .map(([name, value]) => [name, String(value)] as [string, string]);
-    answers.set(key, version, { body: bytes, headers });
+    answers.set(key, version, { body: bytes, headers } satisfies CachedRead, bytes.length + headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
   };
 }
