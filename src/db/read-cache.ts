@@ -51,6 +51,16 @@ export class ReadCache {
   }
 }
 
+/**
+ * A text as bytes of its own. Buffer.from would cut a short text out of Node's shared 8 KiB pool,
+ * and a kept slice holds its whole pool chunk (and whatever else was cut from it) in memory.
+ */
+export function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
 /** The process's cache for a configured size in MiB, or null when READ_CACHE_MB is 0. */
 export function createReadCache(megabytes: number): ReadCache | null {
   return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024) : null;

@@ -1,7 +1,7 @@
 import { getNamedType, isLeafType, parse, TypeInfo, visit, visitWithTypeInfo, Kind, type GraphQLSchema } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/caller.js';
-import type { ReadCache } from '../db/read-cache.js';
+import { ownBytes, type ReadCache } from '../db/read-cache.js';
 import type { AppContext } from '../http/context.js';
 import { GRAPHQL_LIMITS } from './limits.js';
 
@@ -126,7 +126,7 @@ export class GraphQLResponseCache {
     // Inside JSON strings quotes are escaped, so `"errors":` can only be a key: Apollo's errors, or
     // an alias named errors (not cached either, which is only a missed chance).
     if (ctx.status !== 200 || typeof body !== 'string' || !operation || !body.startsWith('{"data":') || body.includes('"errors":')) return;
-    const bytes = Buffer.from(body);
+    const bytes = ownBytes(body);
     ctx.body = bytes;
     this.answers.set(key, caller.directoryVersion!, { body: bytes, type: String(ctx.response.get('Content-Type')), operation } satisfies CachedAnswer, bytes.length);
   }

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { ReadCache } from '../db/read-cache.js';
+import { ownBytes, type ReadCache } from '../db/read-cache.js';
 import type { AppState } from './context.js';
 
 /**
@@ -40,7 +40,7 @@ export function restReadCache(answers: ReadCache, basePath: string): Middleware<
     const body: unknown = ctx.body;
     if (ctx.status !== 200 || body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
     // Koa would write JSON.stringify(body): written here once, and kept.
-    const bytes = Buffer.from(JSON.stringify(body));
+    const bytes = ownBytes(JSON.stringify(body));
     ctx.body = bytes;
     const headers = Object.entries(ctx.response.headers)
       .filter(([name]) => !before.has(name) && name !== 'content-length')
