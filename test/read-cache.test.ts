@@ -310,6 +310,23 @@ describe('what a cached answer is not served to', () => {
   });
 });
 
+test('hits and misses are counted in /metrics and noted in the request log', async () => {
+  const count = async (result: string) => {
+    const text = (await svc.request('GET', '/metrics', { token: null })).text;
+    return Number(new RegExp(`^read_cache_lookups_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  };
+  const path = `/role/?pageSize=1&page=${Date.now()}`;
+  const [hits, misses] = [await count('hit'), await count('miss')];
+  await svc.request('GET', path);
+  await svc.request('GET', path);
+  await svc.request('GET', '/token/?pageSize=1'); // not a cacheable read: neither
+  expect(await count('miss')).toBe(misses + 1);
+  expect(await count('hit')).toBe(hits + 1);
+  const lines = svc.logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request' && line.route === '/role');
+  expect(lines.slice(-2).map((line) => line.readCache)).toEqual(['miss', 'hit']);
+  expect(svc.logLines.map((line) => JSON.parse(line)).filter((line) => line.route === '/token').at(-1)?.readCache).toBeUndefined();
+});
+
 test('READ_CACHE_MB=0 turns the cache off', async () => {
   const off = await startTestService({ READ_CACHE_MB: '0' });
   try {

@@ -111,6 +111,7 @@ export class GraphQLResponseCache {
   /** Answers the request from the cache; false when there is nothing for its version. */
   serve(ctx: AppContext, caller: Caller, key: string): boolean {
     const answer = this.answers.get<CachedAnswer>(key, caller.directoryVersion!);
+    ctx.state.readCache = answer ? 'hit' : 'miss';
     if (!answer) return false;
     ctx.state.graphql = answer.operation;
     ctx.status = 200;

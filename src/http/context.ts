@@ -10,6 +10,8 @@ export interface AppState {
   route?: string | null;
   /** The GraphQL operation a /graphql request ran (for the request log and metrics). */
   graphql?: { name: string | null; type: string };
+  /** Whether a cacheable read was answered from the read cache (src/db/read-cache.ts); unset for others. */
+  readCache?: 'hit' | 'miss';
 }
 
 export type AppContext = ParameterizedContext<AppState>;

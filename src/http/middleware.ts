@@ -63,6 +63,7 @@ export function accessLog(log: Logger) {
         status: ctx.status,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
         ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
+        ...(ctx.state.readCache ? { readCache: ctx.state.readCache } : {}),
       });
     }
   };

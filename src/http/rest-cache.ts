@@ -29,6 +29,7 @@ export function restReadCache(answers: ReadCache, basePath: string): Middleware<
     if (ctx.method !== 'GET' || !version || !DIRECTORY_READ.test(path)) return next();
     const key = JSON.stringify(['rest', [...ctx.state.caller.scopes].sort().join(' '), ctx.originalUrl]);
     const hit = answers.get<CachedRead>(key, version);
+    ctx.state.readCache = hit ? 'hit' : 'miss';
     if (hit) {
       for (const [name, value] of hit.headers) ctx.set(name, value); // Content-Type among them
       ctx.status = 200;

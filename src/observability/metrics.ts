@@ -49,6 +49,12 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
     labelNames: ['name', 'type'] as const,
     registers: [registry],
   });
+  const cacheLookups = new Counter({
+    name: 'read_cache_lookups_total',
+    help: 'Cacheable directory reads (REST and GraphQL), by whether the read cache answered them (hit) or not (miss)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
   const pool = (name: string, help: string, read: (stats: NonNullable<ReturnType<Database['poolStats']>>) => number) =>
     new Gauge({
       name,
@@ -76,6 +82,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
         requests.inc(labels);
         const operation = ctx.state.graphql;
         if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
+        if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
       }
     },
     endpoint: async function metricsEndpoint(ctx) {
