@@ -1,17 +1,16 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { rotateKeyCommand } from '../src/cli/rotate-key.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { startService, type RunningService } from '../src/server.js';
 import { createLogger } from '../src/shared/log.js';
-import { startTestService, type TestService } from './support/service.js';
+import { newTestDatabase, startTestService, type TestDatabase, type TestService } from './support/service.js';
 
 /**
  * Secrets at rest (SPEC §9): accessToken and refreshToken are stored as keyed hashes and
@@ -27,36 +26,8 @@ const newKey = () => randomBytes(32).toString('base64');
 const silent = { out: () => {}, err: () => {} };
 
 /** A database that outlives the services started on it (restarts with other keys). */
-interface Place {
-  env: Record<string, string>;
-  name?: string;
-  dataDir?: string;
-  drop(): Promise<void>;
-}
-
-async function newPlace(): Promise<Place> {
-  if (ADMIN_URL) {
-    const name = `uts_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: ADMIN_URL });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const url = new URL(ADMIN_URL);
-    url.pathname = `/${name}`;
-    return {
-      env: { DATABASE_URL: url.toString() },
-      name,
-      async drop() {
-        const client = new pg.Client({ connectionString: ADMIN_URL });
-        await client.connect();
-        await client.query(`drop database if exists ${name} with (force)`);
-        await client.end();
-      },
-    };
-  }
-  const dataDir = await mkdtemp(join(tmpdir(), 'uts-secrets-'));
-  return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
-}
+type Place = TestDatabase;
+const newPlace = newTestDatabase;
 
 const ADMIN = `admin-${randomBytes(12).toString('hex')}`;
 const baseEnv = (place: Place, env: Record<string, string>) => ({

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import type { Caller } from '../auth/caller.js';
 
 /**
  * Answers of directory reads (users, applications, roles and their links), kept in memory and
@@ -38,17 +39,30 @@ export class ReadCache {
     });
   }
 
-  /** The value stored under this key for exactly this version, if any. */
-  get<V>(key: string, version: string): V | undefined {
-    const entry = this.entries.get(key);
-    return entry && entry.version === version ? (entry.value as V) : undefined;
+  /**
+   * The value stored under this key for this caller's scopes, made under exactly the directory
+   * version the caller's token lookup read; none for a caller without a version.
+   */
+  get<V>(caller: Caller, key: string): V | undefined {
+    if (!caller.directoryVersion) return undefined;
+    const entry = this.entries.get(scoped(caller, key));
+    return entry && entry.version === caller.directoryVersion ? (entry.value as V) : undefined;
   }
 
-  /** Stores a value of about `bytes` bytes; one larger than a tenth of the cache is not kept. */
-  set(key: string, version: string, value: unknown, bytes: number): void {
-    if ((key.length * 2 + bytes) * 10 > this.entries.maxSize) return;
-    this.entries.set(key, { version, value, bytes });
+  /** Stores a value of about `bytes` bytes for this caller's scopes and version; one larger than a tenth of the cache is not kept. */
+  set(caller: Caller, key: string, value: unknown, bytes: number): void {
+    if (!caller.directoryVersion || (key.length * 2 + bytes) * 10 > this.entries.maxSize) return;
+    this.entries.set(scoped(caller, key), { version: caller.directoryVersion, value, bytes });
   }
+}
+
+/**
+ * The scopes are part of every key: an answer is kept per set of scope words, so a token without
+ * `user:read` is never served what a `*` token was answered (and no cached route or field checks
+ * anything of the caller but its scopes).
+ */
+function scoped(caller: Caller, key: string): string {
+  return `${[...caller.scopes].sort().join(' ')}\n${key}`;
 }
 
 /**

@@ -83,7 +83,7 @@ const MAX_QUERY_CHARS = 16 * 1024;
  * Clean answers to directory queries (read-cache.ts says why they are exact), served without
  * running Apollo again: the same body, type and status. Keyed by everything the answer depends on:
  * the method, what the client sends and accepts (Content-Type, Accept: a type Apollo refuses is
- * never a hit), the caller's scopes, and the request's query, operationName, variables and
+ * never a hit), the caller's scopes (read-cache.ts adds them), and the request's query, operationName, variables and
  * extensions as sent. Only 200 answers without errors are kept: an error carries its request's id,
  * and a FORBIDDEN one depends on the scopes.
  */
@@ -104,13 +104,12 @@ export class GraphQLResponseCache {
       this.documents.set(query, cacheable);
     }
     if (!cacheable) return null;
-    const scopes = [...caller.scopes].sort().join(' ');
-    return JSON.stringify(['graphql', ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), scopes, query, operationName ?? null, variables ?? null, extensions ?? null]);
+    return JSON.stringify(['graphql', ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), query, operationName ?? null, variables ?? null, extensions ?? null]);
   }
 
   /** Answers the request from the cache; false when there is nothing for its version. */
   serve(ctx: AppContext, caller: Caller, key: string): boolean {
-    const answer = this.answers.get<CachedAnswer>(key, caller.directoryVersion!);
+    const answer = this.answers.get<CachedAnswer>(caller, key);
     ctx.state.readCache = answer ? 'hit' : 'miss';
     if (!answer) return false;
     ctx.state.graphql = answer.operation;
@@ -129,6 +128,6 @@ export class GraphQLResponseCache {
     if (ctx.status !== 200 || typeof body !== 'string' || !operation || !body.startsWith('{"data":') || body.includes('"errors":')) return;
     const bytes = ownBytes(body);
     ctx.body = bytes;
-    this.answers.set(key, caller.directoryVersion!, { body: bytes, type: String(ctx.response.get('Content-Type')), operation } satisfies CachedAnswer, bytes.length);
+    this.answers.set(caller, key, { body: bytes, type: String(ctx.response.get('Content-Type')), operation } satisfies CachedAnswer, bytes.length);
   }
 }

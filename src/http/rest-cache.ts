@@ -18,17 +18,17 @@ interface CachedRead {
 /**
  * Clean answers (200) of directory GETs, served again while the directory version the request's
  * bearer lookup read is unchanged (src/db/read-cache.ts says why that is exact). Keyed by the
- * caller's scopes and the request URL as sent (the Link header is built from it). Runs after
+ * caller's scopes (read-cache.ts adds them) and the request URL as sent (the Link header is built from it). Runs after
  * authentication and the body reader: a revoked or expired token is refused as before, and a body
  * the API refuses (415, 413, 400) is refused, cached answer or not.
  */
 export function restReadCache(answers: ReadCache, basePath: string): Middleware<AppState> {
   return async function cachedDirectoryRead(ctx, next) {
-    const version = ctx.state.caller?.directoryVersion;
+    const { caller } = ctx.state;
     const path = basePath && ctx.path.startsWith(basePath) ? ctx.path.slice(basePath.length) : ctx.path;
-    if (ctx.method !== 'GET' || !version || !DIRECTORY_READ.test(path)) return next();
-    const key = JSON.stringify(['rest', [...ctx.state.caller.scopes].sort().join(' '), ctx.originalUrl]);
-    const hit = answers.get<CachedRead>(key, version);
+    if (ctx.method !== 'GET' || !caller?.directoryVersion || !DIRECTORY_READ.test(path)) return next();
+    const key = `rest ${ctx.originalUrl}`;
+    const hit = answers.get<CachedRead>(caller, key);
     ctx.state.readCache = hit ? 'hit' : 'miss';
     if (hit) {
       for (const [name, value] of hit.headers) ctx.set(name, value); // Content-Type among them
@@ -46,6 +46,6 @@ export function restReadCache(answers: ReadCache, basePath: string): Middleware<
     const headers = Object.entries(ctx.response.headers)
       .filter(([name]) => !before.has(name) && name !== 'content-length')
       .map(([name, value]) => [name, String(value)] as [string, string]);
-    answers.set(key, version, { body: bytes, headers } satisfies CachedRead, bytes.length + headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
+    answers.set(caller, key, { body: bytes, headers } satisfies CachedRead, bytes.length + headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
   };
 }

@@ -77,11 +77,19 @@ const TABLES: Record<string, string> = {
   audit_events: 'id',
 };
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const adminToken = `admin-${randomBytes(16).toString('hex')}`;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let dataDir: string | undefined;
-  let databaseUrl: string | undefined;
+/**
+ * A database of a test's own: with DATABASE_URL set, a new database on that server (`name`);
+ * without it, a new temporary directory for the embedded database (`dataDir`). `env` points a
+ * service at it; `drop` removes it.
+ */
+export interface TestDatabase {
+  env: Record<string, string>;
+  name?: string;
+  dataDir?: string;
+  drop(): Promise<void>;
+}
+
+export async function newTestDatabase(): Promise<TestDatabase> {
   if (ADMIN_URL) {
     const name = `uts_test_${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -90,16 +98,24 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     await admin.end();
     const url = new URL(ADMIN_URL);
     url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    dropDatabase = async () => {
-      const client = new pg.Client({ connectionString: ADMIN_URL });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
+    return {
+      env: { DATABASE_URL: url.toString() },
+      name,
+      async drop() {
+        const client = new pg.Client({ connectionString: ADMIN_URL });
+        await client.connect();
+        await client.query(`drop database if exists ${name} with (force)`);
+        await client.end();
+      },
     };
-  } else {
-    dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
   }
+  const dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
+  return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const adminToken = `admin-${randomBytes(16).toString('hex')}`;
+  const database = await newTestDatabase();
   const config = loadConfig({
     // Secrets at rest (SPEC §9): each test service its own key. `TOKEN_KEY: ''` in `env` leaves it
     // unset (the embedded database then makes its key file).
@@ -110,7 +126,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     BOOTSTRAP_TOKEN: adminToken,
     DB_POOL_SIZE: '4',
     SHUTDOWN_TIMEOUT_MS: '2000',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir! }),
+    ...database.env,
     ...env,
   });
   const logLines: string[] = [];
@@ -208,8 +224,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     },
     async stop() {
       await running.stop();
-      await dropDatabase?.();
-      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+      await database.drop();
     },
   };
   return service;
