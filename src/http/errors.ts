@@ -1,5 +1,5 @@
 import { DriverException } from '@mikro-orm/core';
-import { randomUUID } from 'node:crypto';
+import { requestIdFrom } from './middleware.js';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Next } from 'koa';
@@ -100,11 +100,9 @@ export function answerConnect(req: { headers: Record<string, unknown> }, socket:
   answerOnSocket(socket, error, typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined);
 }
 
-const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
-
 /** Writes a complete JSON error answer straight onto a socket and closes it. */
 function answerOnSocket(socket: Duplex, error: AppError, givenRequestId?: string): void {
-  const requestId = givenRequestId && CALLER_REQUEST_ID.test(givenRequestId) ? givenRequestId : randomUUID();
+  const requestId = requestIdFrom(givenRequestId);
   const body = JSON.stringify({ code: error.status, error: error.error, message: error.message, requestId });
   const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(

@@ -10,10 +10,14 @@ import type { AppContext } from './context.js';
 
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
+/** A request's id: the caller's X-Request-Id when it is a sane token, else a new UUID. */
+export function requestIdFrom(given: string | undefined): string {
+  return given && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
 /** X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every answer. */
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
-  const given = ctx.get('X-Request-Id');
-  ctx.state.requestId = CALLER_REQUEST_ID.test(given) ? given : randomUUID();
+  ctx.state.requestId = requestIdFrom(ctx.get('X-Request-Id'));
   ctx.set('X-Request-Id', ctx.state.requestId);
   await next();
 }
@@ -90,7 +94,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = { ...(await authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers))), requestId: ctx.state.requestId };
+    ctx.state.caller = await authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId);
     await next();
   };
 }

@@ -108,11 +108,11 @@ export function sendCreated<R extends { id: number }>(
   ctx: AppContext,
   location: string,
   record: R,
-  options: { present?: (record: R) => unknown; byUpdate?: boolean } = {},
+  options: { byUpdate?: boolean } = {},
 ): void {
   ctx.status = 201;
   ctx.set('Location', location);
-  ctx.body = preferred(ctx, options.byUpdate ? 1 : record.id, () => (options.present ?? ((r: R) => r))(record));
+  ctx.body = preferred(ctx, options.byUpdate ? 1 : record.id, () => record);
 }
 
 /** An update of one record (PUT, PATCH, status, a link's right): `1`, or the record when asked. */

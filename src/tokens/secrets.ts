@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError, KEY_BYTES, parseKey } from '../config.js';
@@ -78,7 +78,7 @@ export class UnreadableSecretError extends Error {
 }
 
 /** The key id of a stored ciphertext (hex), or null when it is not one of ours. */
-export function keyIdOf(sealed: Buffer): string | null {
+function keyIdOf(sealed: Buffer): string | null {
   return sealed.length >= HEADER_BYTES + TAG_BYTES && sealed[0] === FORMAT ? sealed.subarray(1, 1 + KEY_ID_BYTES).toString('hex') : null;
 }
 
@@ -119,15 +119,6 @@ export class Keyring {
     return this.keys.map((k) => k.hash(field, value));
   }
 
-  /** Whether `stored` is the hash of `value` under one of the keys, compared in constant time. */
-  matches(field: SecretField, value: string, stored: Buffer): boolean {
-    let found = false;
-    for (const hash of this.hashes(field, value)) {
-      if (hash.length === stored.length && timingSafeEqual(hash, stored)) found = true;
-    }
-    return found;
-  }
-
   seal(field: SecretField, value: string): Buffer {
     return this.current.seal(field, value);
   }
@@ -141,11 +132,6 @@ export class Keyring {
     } catch {
       throw new UnreadableSecretError(`a token's ${field} does not decrypt under key ${id}: it was altered`);
     }
-  }
-
-  /** Whether a ciphertext is sealed under the current key (rotation skips those). */
-  isCurrent(sealed: Buffer): boolean {
-    return keyIdOf(sealed) === this.current.hexId;
   }
 }
 

@@ -217,8 +217,6 @@ export function tokenService(orm: MikroORM, keyring: Keyring) {
   });
   return {
     ...crud,
-    /** The keys this service seals and matches secrets with. */
-    keyring,
     /** The keyed hashes of an accessToken under every key held (for lookups by value). */
     accessTokenHashes: (accessToken: string) => keyring.hashes('accessToken', accessToken),
 
