@@ -130,6 +130,9 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
     ...fromRow(row),
     deletedAt: wireDate((row as { deleted_at: string | null }).deleted_at),
   });
+  /** The columns a list of the scope reads and how its rows are presented. */
+  const readerOf = (scope: DeletedScope) =>
+    scope === 'live' ? { columns: def.columns, present: fromRow } : { columns: COLUMNS_WITH_DELETED_AT, present: withDeletedAt as (row: unknown) => R };
 
   /**
    * How many records of the scope match. Live records unfiltered: the live count the writes keep
@@ -176,9 +179,9 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
     }
   }
 
-  /** The live record, locked for this transaction, once the caller may change it. */
-  async function lockLive(em: EntityManager, id: number, caller: Caller): Promise<E> {
-    const record = await em.findOne(def.entity, live(id), { lockMode: LockMode.PESSIMISTIC_WRITE });
+  /** The live record (or, for a restore, any), locked for this transaction, once the caller may change it. */
+  async function lockLive(em: EntityManager, id: number, caller: Caller, which: FilterQuery<E> = live(id)): Promise<E> {
+    const record = await em.findOne(def.entity, which, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
     def.loaded?.(record);
     def.guard?.(record, caller);
@@ -199,16 +202,19 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
     return record;
   }
 
+  /** A record's values of these fields, by their wire names. */
+  const snapshot = (record: E, names: readonly string[]) =>
+    Object.fromEntries(names.map((name) => [name, (record as Record<string, unknown>)[def.properties?.[name] ?? name]]));
+
   /** Applies values to a live record, and appends the write's audit event (changed fields only). */
   async function change(em: EntityManager, caller: Caller, record: E, values: Record<string, unknown>, action: AuditAction): Promise<void> {
-    const target = record as Record<string, unknown>;
-    const before = Object.fromEntries(Object.keys(values).map((name) => [name, target[def.properties?.[name] ?? name]]));
+    const before = snapshot(record, Object.keys(values));
     if (assign(record, values)) {
       record.updatedAt = new Date();
       def.onChange?.(record);
     }
     await em.flush();
-    const after = Object.fromEntries(Object.keys(values).map((name) => [name, target[def.properties?.[name] ?? name]]));
+    const after = snapshot(record, Object.keys(values));
     // One event per record changed: a write that matched but changed nothing leaves none.
     const changes = changesOf(before, after);
     if (Object.keys(changes).length) await appendAudit(em, caller, [{ action, resource: def.resource, recordID: record.id, changes }]);
@@ -238,14 +244,14 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       const scope = parseDeleted(input.deleted);
       const q = compileList(input, def.listFields);
       const where = andAll(deletedScopeSql(scope), q.where);
-      const columns = scope === 'live' ? def.columns : COLUMNS_WITH_DELETED_AT;
+      const { columns, present } = readerOf(scope);
       const page = rows(`select ${columns} from ${def.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
         ...(where?.params ?? []),
         q.limit,
         q.offset,
       ]);
       const [data, total] = await Promise.all([page, options.count === false ? null : countMatches(scope, q.where)]);
-      return { total, page: q.page, pageSize: q.pageSize, data: data.map(scope === 'live' ? fromRow : withDeletedAt) };
+      return { total, page: q.page, pageSize: q.pageSize, data: data.map(present) };
     },
 
     /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
@@ -254,7 +260,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       const scope = parseDeleted(input.deleted);
       const keyset = compileKeyset(input, def.listFields);
       const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
-      const columns = scope === 'live' ? def.columns : COLUMNS_WITH_DELETED_AT;
+      const { columns, present } = readerOf(scope);
       const [found, total] = await Promise.all([
         rows<Record<string, unknown>>(
           `select ${columns}, ${sortColumns(keyset.order)} from ${def.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
@@ -262,7 +268,7 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
         ),
         options.count === false ? null : countMatches(scope, keyset.where),
       ]);
-      return connectionOf(keyset, found, scope === 'live' ? fromRow : withDeletedAt, total);
+      return connectionOf(keyset, found, present, total);
     },
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
@@ -378,19 +384,11 @@ export function crudService<E extends LiveRecord, R extends { id: number }>(orm:
       const id = parseId(rawId);
       const values: Record<string, unknown> = {}; // what a unique violation names (def.conflict)
       const restored = await inTransaction(values, async (em) => {
-        const record = await em.findOne(def.entity, { id } as FilterQuery<E>, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (!record) throw AppError.notFound(`no ${def.label} with id ${id}`);
-        def.loaded?.(record);
-        def.guard?.(record, caller);
+        const record = await lockLive(em, id, caller, { id } as FilterQuery<E>);
         if (record.deletedAt === null) throw AppError.conflict(`the ${def.label} with id ${id} is not deleted`);
         await def.checkRestore?.(em, record, caller);
-        for (const name of Object.keys(def.writable)) values[name] = (record as Record<string, unknown>)[def.properties?.[name] ?? name];
-        const deletedAt = record.deletedAt;
-        record.deletedAt = null;
-        record.updatedAt = new Date();
-        def.onChange?.(record);
-        await em.flush();
-        await appendAudit(em, caller, [{ action: 'restore', resource: def.resource, recordID: id, changes: changesOf({ deletedAt }, { deletedAt: null }) }]);
+        Object.assign(values, snapshot(record, Object.keys(def.writable)));
+        await change(em, caller, record, { deletedAt: null }, 'restore');
         return record;
       });
       return def.fromEntity(restored);

@@ -87,7 +87,23 @@ function checkGrantable(caller: Caller, scope: string): void {
   }
 }
 
-const LIVE_UNDER_PREVIOUS_KEY = 'select id from tokens where access_token_hmac = ? and deleted_at is null and id <> ? limit 1';
+/** Whether a live token other than `exceptId` holds one of these accessToken hashes. */
+async function liveTwin(em: EntityManager, hashes: readonly Buffer[], exceptId: number): Promise<boolean> {
+  const [taken] = await em.execute(
+    `select 1 as taken from tokens where access_token_hmac in (${hashes.map(() => '?').join(', ')}) and deleted_at is null and id <> ? limit 1`,
+    [...hashes, exceptId],
+  );
+  return Boolean(taken);
+}
+
+/**
+ * Whether the user is live, locked FOR SHARE: a concurrent delete of the owner (FOR UPDATE, then
+ * its tokens) waits for this write, or this write waits for it and then finds the owner deleted;
+ * never a live token of a deleted user.
+ */
+async function liveOwner(em: EntityManager, userId: number): Promise<boolean> {
+  return (await em.findOne(User, { id: userId, deletedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ })) !== null;
+}
 
 async function checkToken(
   em: EntityManager,
@@ -102,19 +118,10 @@ async function checkToken(
   // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip past
   // the index, so that one is looked for here.
   if (keyring.previous && typeof values.accessToken === 'string') {
-    const [taken] = await em.execute(LIVE_UNDER_PREVIOUS_KEY, [keyring.previous.hash('accessToken', values.accessToken), record?.id ?? 0]);
-    if (taken) throw conflict();
+    if (await liveTwin(em, [keyring.previous.hash('accessToken', values.accessToken)], record?.id ?? 0)) throw conflict();
   }
-  if (values.userID !== undefined) {
-    // FOR SHARE: a concurrent delete of the owner (FOR UPDATE, then its tokens) waits for this
-    // write, or this write waits for it and then finds the owner deleted; never a live token of a
-    // deleted user.
-    const owner = await em.findOne(
-      User,
-      { id: values.userID as number, deletedAt: null },
-      { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ },
-    );
-    if (!owner) throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
+  if (values.userID !== undefined && !(await liveOwner(em, values.userID as number))) {
+    throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
   }
 }
 
@@ -124,22 +131,14 @@ async function checkToken(
  * FOR SHARE as checkToken does, so a concurrent delete of the user cannot slip in between.
  */
 async function checkTokenRestore(em: EntityManager, token: Token, keyring: Keyring, conflict: () => AppError): Promise<void> {
-  const owner = await em.findOne(User, { id: token.user, deletedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_READ });
-  if (!owner) {
+  if (!(await liveOwner(em, token.user))) {
     throw AppError.conflict(`the token's user ${token.user} is deleted; restore the user first`, [
       { field: 'userID', message: `user ${token.user} is deleted` },
     ]);
   }
   // During a rotation the restored row's hash and a live twin's may be under different keys, which
   // the unique index cannot compare: look for the value under every key held.
-  if (keyring.previous) {
-    const hashes = keyring.hashes('accessToken', token.accessToken);
-    const [taken] = await em.execute(
-      `select 1 as taken from tokens where access_token_hmac in (${hashes.map(() => '?').join(', ')}) and deleted_at is null and id <> ? limit 1`,
-      [...hashes, token.id],
-    );
-    if (taken) throw conflict();
-  }
+  if (keyring.previous && (await liveTwin(em, keyring.hashes('accessToken', token.accessToken), token.id))) throw conflict();
 }
 
 const VIEWER = `select ${TOKEN_COLUMNS} from tokens t where t.id = ? and t.deleted_at is null`;
