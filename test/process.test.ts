@@ -119,3 +119,27 @@ test('npm run token -- --help prints the usage and exits 0', () => {
   expect(result.stdout).toMatch(/^usage: npm run token -- --user <id> --scope/);
   expect(result.stdout).toContain('--expires');
 }, 120_000);
+
+/** The command line of a running process, as its arguments. */
+const commandLineOf = (pid: number): string[] => spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout.split('\0').filter(Boolean);
+
+test.each([
+  ['by default', {}, ['--max-semi-space-size=8', '--heap-growing-percent=30']],
+  ['not with NODE_HEAP_TUNING=off', { NODE_HEAP_TUNING: 'off' }, []],
+] as const)('the service restarts itself in place with its heap flags %s (src/heap.ts)', async (_label, env, flags) => {
+  const port = await freePort();
+  const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir(), ...env });
+  await waitFor(() => started.stdout().includes('listening on'), 120_000);
+  try {
+    const [service, ...others] = childrenOf(started.child.pid!);
+    expect(others).toEqual([]); // the same process, not a child of it
+    expect(childrenOf(service)).toEqual([]);
+    const args = commandLineOf(service);
+    expect(args.filter((arg) => arg.startsWith('--max-semi-space-size') || arg.startsWith('--heap-growing-percent'))).toEqual(flags);
+    expect(args.at(-1)).toBe(flags.length ? join(root, 'dist', 'src', 'main.js') : 'scripts/start.mjs');
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  } finally {
+    started.child.kill('SIGTERM');
+  }
+  expect(await started.exited).toBe(0);
+}, 180_000);

@@ -150,7 +150,7 @@ export async function createGraphQL(deps: {
     allowBatchedHttpRequests: false,
     persistedQueries: false, // every operation comes in full; the server keeps no query cache
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
-    stopOnTerminationSignals: false, // main.ts owns the graceful stop (server, then Apollo, then the pool)
+    stopOnTerminationSignals: false, // run.ts owns the graceful stop (server, then Apollo, then the pool)
     // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
     // cookie-authenticated APIs against cross-site requests. This one authenticates by bearer
     // header only, which a cross-site page cannot make a browser send, so it guarded nothing and
