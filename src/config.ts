@@ -28,6 +28,8 @@ export interface Config {
   corsOrigins: readonly string[] | '*' | null;
   /** GET /metrics in Prometheus format (METRICS, on unless false). */
   metrics: boolean;
+  /** Whether the entry point restarts with the service's Node flags (NODE_TUNING, on unless false; src/node-flags.ts). */
+  nodeTuning: boolean;
   /** READ_CACHE_MB: memory for answers of directory reads, served while nothing changed (0: off). */
   readCacheMb: number;
   /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
@@ -69,7 +71,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+export function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
   if (raw === 'true' || raw === '1') return true;
@@ -134,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
+    nodeTuning: flag(env, 'NODE_TUNING', true), // applied by main.ts (node-flags.ts); checked here with the rest
     readCacheMb: integer(env, 'READ_CACHE_MB', 32, 0, 4096),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',

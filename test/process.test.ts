@@ -124,9 +124,9 @@ test('npm run token -- --help prints the usage and exits 0', () => {
 const commandLineOf = (pid: number): string[] => spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout.split('\0').filter(Boolean);
 
 test.each([
-  ['by default', {}, ['--max-semi-space-size=8', '--heap-growing-percent=30']],
-  ['not with NODE_HEAP_TUNING=off', { NODE_HEAP_TUNING: 'off' }, []],
-] as const)('the service restarts itself in place with its heap flags %s (src/heap.ts)', async (_label, env, flags) => {
+  ['by default', {}, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame']],
+  ['not with NODE_TUNING=false', { NODE_TUNING: 'false' }, []],
+] as const)('the service restarts itself in place with its Node flags %s (src/node-flags.ts)', async (_label, env, flags) => {
   const port = await freePort();
   const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir(), ...env });
   await waitFor(() => started.stdout().includes('listening on'), 120_000);
@@ -135,7 +135,7 @@ test.each([
     expect(others).toEqual([]); // the same process, not a child of it
     expect(childrenOf(service)).toEqual([]);
     const args = commandLineOf(service);
-    expect(args.filter((arg) => arg.startsWith('--max-semi-space-size') || arg.startsWith('--heap-growing-percent'))).toEqual(flags);
+    expect(args.filter((arg) => /^--(max-semi-space-size|heap-growing-percent|experimental-async-context-frame)/.test(arg))).toEqual(flags);
     expect(args.at(-1)).toBe(flags.length ? join(root, 'dist', 'src', 'main.js') : 'scripts/start.mjs');
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
   } finally {
