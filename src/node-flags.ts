@@ -1,3 +1,5 @@
+import { accessSync, constants } from 'node:fs';
+import { url as inspectorUrl } from 'node:inspector';
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
 import { flag } from './config.js';
@@ -20,13 +22,19 @@ import { flag } from './config.js';
  * V8 sizes its heap when the process starts, and the AsyncLocalStorage kind is chosen at boot; no
  * API changes either later. So the entry point replaces its own process image once, before it
  * loads anything (`process.execve`: the same PID, the same stdio, signals still reach it), with the
- * flags it lacks in front. A flag the operator already gave (on the command line or in
- * NODE_OPTIONS) is kept as given; `NODE_TUNING=false` adds none.
+ * flags it lacks in front. A flag the operator already gave (on the command line, or in
+ * NODE_OPTIONS for the two Node allows there) is kept as given; `NODE_TUNING=false` adds none.
+ *
+ * It does not restart where a new image would lose something: a process with an IPC channel
+ * (started by `fork()`, a cluster worker, PM2, `node --watch`: Node takes the channel's variables out
+ * of the environment at start) or one with a debugger's inspector open (its session would be cut).
+ * Preloads (`--require`, `--import`) run in both images. A failed `execve` aborts the process rather
+ * than throwing, so the executable is checked first.
  */
 export const NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame'] as const;
 
 /** A flag's name: before any `=`, with V8's underscores spelt as dashes. */
-const nameOf = (arg: string) => arg.split('=')[0].replace(/_/g, '-');
+const nameOf = (arg: string) => arg.replace(/^["']|["']$/g, '').split('=')[0].replace(/_/g, '-');
 
 /**
  * The flags of NODE_FLAGS this process was not started with (by name: the operator's value wins),
@@ -42,13 +50,25 @@ export function missingNodeFlags(execArgv: readonly string[], nodeOptions = '', 
 /** Whether this Node accepts a flag: its V8 options are all accepted; its own, those it lists. */
 const knownToNode = (flag: string) => !flag.startsWith('--experimental-') || process.allowedNodeEnvironmentFlags.has(flag);
 
+/** Whether this process can be replaced by a new image without losing anything (see above). */
+function restartable(): boolean {
+  if (!isMainThread || typeof process.execve !== 'function') return false; // a worker; Node before 22.15; Windows
+  if (process.channel || process.env.NODE_UNIQUE_ID !== undefined || inspectorUrl() !== undefined) return false;
+  try {
+    accessSync(process.execPath, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Restarts this process in place with the flags it lacks, running `entry` (a module URL) with the
- * same arguments. Returns only when there is nothing to do: the flags are there, tuning is off,
- * or `process.execve` is unavailable (Node before 22.15, a worker thread, Windows).
+ * same arguments. Returns when there is nothing to do: the flags are there, tuning is off, or the
+ * process is not to be restarted (see above).
  */
 export function restartWithNodeFlags(entry: string): void {
-  if (!isMainThread || typeof process.execve !== 'function') return;
+  if (!restartable()) return;
   try {
     if (!flag(process.env, 'NODE_TUNING', true)) return;
   } catch {
@@ -56,5 +76,6 @@ export function restartWithNodeFlags(entry: string): void {
   }
   const missing = missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS, knownToNode);
   if (missing.length === 0) return;
-  process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, fileURLToPath(entry), ...process.argv.slice(2)], process.env);
+  // restartable() checked that execve exists.
+  process.execve!(process.execPath, [process.execPath, ...missing, ...process.execArgv, fileURLToPath(entry), ...process.argv.slice(2)], process.env);
 }

@@ -37,3 +37,7 @@ test('NODE_TUNING is true or false: another value stops the start with a message
   expect(loadConfig({ NODE_TUNING: 'false' }).nodeTuning).toBe(false);
   expect(() => loadConfig({ NODE_TUNING: 'off' })).toThrow(new ConfigError('NODE_TUNING must be true or false, got "off"'));
 });
+
+test('a quoted flag in NODE_OPTIONS is the same flag (Node reads it so)', () => {
+  expect(missingNodeFlags([], '"--max-semi-space-size=16"')).toEqual(['--heap-growing-percent=30', '--experimental-async-context-frame']);
+});

@@ -1,5 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,3 +143,30 @@ test.each([
   }
   expect(await started.exited).toBe(0);
 }, 180_000);
+
+test('the restart keeps the PID and is skipped for a process with an IPC channel (fork, cluster, PM2), which a new image would lose', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'uts-flags-'));
+  dirs.push(dir);
+  const probe = join(dir, 'probe.mjs');
+  await writeFile(
+    probe,
+    `import { restartWithNodeFlags } from ${JSON.stringify(join(root, 'dist', 'src', 'node-flags.js'))};
+restartWithNodeFlags(import.meta.url);
+const seen = JSON.stringify({ pid: process.pid, execArgv: process.execArgv, channel: Boolean(process.channel) });
+if (process.send) process.send(seen, () => process.disconnect()); else process.stdout.write(seen);
+`,
+  );
+  const env = { ...process.env, NODE_OPTIONS: '', NODE_TUNING: '' };
+  const plain = spawn(process.execPath, [probe], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const plainExit = new Promise((resolve) => plain.once('exit', resolve));
+  let out = '';
+  plain.stdout!.on('data', (chunk) => (out += chunk));
+  expect(await plainExit).toBe(0);
+  expect(JSON.parse(out)).toEqual({ pid: plain.pid, execArgv: ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame'], channel: false });
+
+  const forked = fork(probe, [], { env, execArgv: [] });
+  const forkedExit = new Promise((resolve) => forked.once('exit', resolve));
+  const message = await new Promise<string>((resolve) => forked.once('message', (m) => resolve(m as string)));
+  expect(JSON.parse(message)).toEqual({ pid: forked.pid, execArgv: [], channel: true });
+  expect(await forkedExit).toBe(0);
+}, 60_000);
