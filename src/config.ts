@@ -136,7 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
-    nodeTuning: flag(env, 'NODE_TUNING', true), // applied by main.ts (node-flags.ts); checked here with the rest
+    nodeTuning: flag(env, 'NODE_TUNING', true), // read by main.ts before the rest (node-flags.ts); checked here with it
     readCacheMb: integer(env, 'READ_CACHE_MB', 32, 0, 4096),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',

@@ -33,8 +33,17 @@ import { flag } from './config.js';
  */
 export const NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame'] as const;
 
-/** A flag's name: before any `=`, with V8's underscores spelt as dashes. */
-const nameOf = (arg: string) => arg.replace(/^["']|["']$/g, '').split('=')[0].replace(/_/g, '-');
+/**
+ * A flag's name: before any `=`, with V8's underscores spelt as dashes, and without `no-` (a flag
+ * turned off is a flag given) or Node 24's spelling of the context-frame flag.
+ */
+const nameOf = (arg: string) =>
+  arg
+    .replace(/^["']|["']$/g, '')
+    .split('=')[0]
+    .replace(/_/g, '-')
+    .replace(/^--no-/, '--')
+    .replace(/^--async-context-frame$/, '--experimental-async-context-frame');
 
 /**
  * The flags of NODE_FLAGS this process was not started with (by name: the operator's value wins),
@@ -42,8 +51,6 @@ const nameOf = (arg: string) => arg.replace(/^["']|["']$/g, '').split('=')[0].re
  */
 export function missingNodeFlags(execArgv: readonly string[], nodeOptions = '', known: (flag: string) => boolean = () => true): string[] {
   const given = new Set([...execArgv, ...nodeOptions.split(/\s+/)].map(nameOf));
-  for (const name of given) if (name.startsWith('--no-')) given.add(`--${name.slice(5)}`); // a flag turned off is given too
-  if (given.has('--async-context-frame')) given.add('--experimental-async-context-frame'); // Node 24's spelling
   return NODE_FLAGS.filter((flag) => !given.has(nameOf(flag)) && known(flag));
 }
 
@@ -70,6 +77,7 @@ function restartable(): boolean {
 export function restartWithNodeFlags(entry: string): void {
   if (!restartable()) return;
   try {
+    // This setting alone: a start whose other settings are wrong stops in run.ts, restarted or not.
     if (!flag(process.env, 'NODE_TUNING', true)) return;
   } catch {
     return; // not true or false: the start stops with loadConfig's message (run.ts)

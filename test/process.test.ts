@@ -1,4 +1,5 @@
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -121,7 +122,7 @@ test('npm run token -- --help prints the usage and exits 0', () => {
 }, 120_000);
 
 /** The command line of a running process, as its arguments. */
-const commandLineOf = (pid: number): string[] => spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout.split('\0').filter(Boolean);
+const commandLineOf = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
 test.each([
   ['by default', {}, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame']],

@@ -25,12 +25,9 @@ const onEmbedded = ADMIN_URL ? test.skip : test;
 const newKey = () => randomBytes(32).toString('base64');
 const silent = { out: () => {}, err: () => {} };
 
-/** A database that outlives the services started on it (restarts with other keys). */
-type Place = TestDatabase;
-const newPlace = newTestDatabase;
 
 const ADMIN = `admin-${randomBytes(12).toString('hex')}`;
-const baseEnv = (place: Place, env: Record<string, string>) => ({
+const baseEnv = (place: TestDatabase, env: Record<string, string>) => ({
   PORT: '0',
   LOG_LEVEL: 'silent',
   DB_POOL_SIZE: '3',
@@ -38,7 +35,7 @@ const baseEnv = (place: Place, env: Record<string, string>) => ({
   ...place.env,
   ...env,
 });
-const start = (place: Place, env: Record<string, string>) => startService(loadConfig(baseEnv(place, env)), createLogger('silent'));
+const start = (place: TestDatabase, env: Record<string, string>) => startService(loadConfig(baseEnv(place, env)), createLogger('silent'));
 
 async function call(service: RunningService, method: string, path: string, token: string, body?: unknown) {
   const res = await fetch(service.url + path, {
@@ -69,7 +66,7 @@ async function filesUnder(dir: string): Promise<Buffer[]> {
 }
 
 /** What a dump of the database shows: pg_dump on PostgreSQL; on the embedded one, its files. */
-async function dumpOf(place: Place): Promise<Buffer[]> {
+async function dumpOf(place: TestDatabase): Promise<Buffer[]> {
   if (place.name) {
     const url = new URL(ADMIN_URL!);
     const { stdout } = await promisify(execFile)(
@@ -216,7 +213,7 @@ describe('stored form', () => {
 
 describe('a dump reveals no token', () => {
   test('no token value, nor its sha256 (hex, base64), appears in a dump (pg_dump; the embedded database files)', async () => {
-    const place = await newPlace();
+    const place = await newTestDatabase();
     try {
       const env = { TOKEN_KEY: newKey() };
       const service = await start(place, env);
@@ -291,7 +288,7 @@ describe('keys', () => {
   }, 120_000);
 
   onEmbedded('embedded database without TOKEN_KEY: a key file created in DATA_DIR (mode 0600) on first start, reused later', async () => {
-    const place = await newPlace();
+    const place = await newTestDatabase();
     try {
       const keyFile = join(place.dataDir!, 'token.key');
       const first = await start(place, {});
@@ -334,7 +331,7 @@ describe('keys', () => {
   });
 
   test('a service started with a wrong key does not start (it could read no token and would mix keys); the message names key ids, never keys', async () => {
-    const place = await newPlace();
+    const place = await newTestDatabase();
     try {
       const keyA = newKey();
       const first = await start(place, { TOKEN_KEY: keyA });
@@ -370,7 +367,7 @@ describe('keys', () => {
 
 describe('key rotation', () => {
   test('key A, then TOKEN_KEY=B with TOKEN_KEY_PREVIOUS=A while npm run rotate-key re-encrypts, then B alone', async () => {
-    const place = await newPlace();
+    const place = await newTestDatabase();
     try {
       const keyA = newKey();
       const keyB = newKey();
@@ -464,7 +461,7 @@ describe('key rotation', () => {
 
 describe('existing rows', () => {
   test('plain rows of an older schema are encrypted at start, still authenticate, read back, and leave no plain value behind', async () => {
-    const place = await newPlace();
+    const place = await newTestDatabase();
     try {
       const env = { TOKEN_KEY: newKey() };
       // The schema before secrets at rest, with tokens written the old way (plain).

@@ -219,7 +219,6 @@ export async function createGraphQL(deps: {
     return caller;
   }
 
-
   const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
     try {
       if (ctx.method === 'OPTIONS') {
