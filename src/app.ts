@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
 import { applicationRoutes } from './applications/application.routes.js';
@@ -16,6 +17,8 @@ import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, type RouteTemplates, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
 import type { ReadCache } from './db/read-cache.js';
 import { restReadCache } from './http/rest-cache.js';
+import { answerCachedReadsFirst } from './http/front-cache.js';
+import { DatabaseOutage } from './observability/outage.js';
 import { linkRoutes } from './links/link.routes.js';
 import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
@@ -34,15 +37,22 @@ export interface AppDeps {
   readCache?: ReadCache | null;
 }
 
+export interface App {
+  koa: Koa<AppState>;
+  /** What the HTTP server calls for each request: the REST read cache's hits first, then Koa. */
+  listener: RequestListener;
+}
+
 /** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
-export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): Koa<AppState> {
+export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): App {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   app.use(requestId);
   const metrics = config.metrics ? createMetrics(db) : null;
   if (metrics) app.use(metrics.middleware);
   if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
-  app.use(accessLog(log));
+  const outage = new DatabaseOutage(log);
+  app.use(accessLog(log, outage));
   app.use(errorHandler(log));
   app.use(requireOneHost);
   app.use(trimTrailingSlash);
@@ -113,7 +123,12 @@ export function createApp({ config, db, services, log, graphql, readCache }: App
   Object.assign(app.context, {
     routes: { templates, match: (path: string, method: string) => routeTemplate(routers, path, method) } satisfies RouteTemplates,
   });
-  return app;
+  // Koa 3: the callback is taken once every middleware is in place.
+  const koa = app.callback() as RequestListener;
+  const listener = readCache
+    ? answerCachedReadsFirst({ db, answers: readCache, basePath: config.basePath, cors: Boolean(config.corsOrigins), log, outage, metrics }, koa)
+    : koa;
+  return { koa: app, listener };
 }
 
 /** The template of the route a request matches (`/user/:id`; by path alone for a wrong method), or undefined. */

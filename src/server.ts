@@ -64,7 +64,7 @@ export async function startService(
       unanswered.add(res);
       res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
     });
-    server.on('request', app.callback());
+    server.on('request', app.listener);
     server.on('clientError', answerClientError);
     server.on('connect', answerConnect);
     server.keepAliveTimeout = 5_000;

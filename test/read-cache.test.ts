@@ -364,3 +364,89 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
     await other.stop();
   }
 });
+
+/**
+ * REST hits are answered ahead of the Koa app (src/http/front-cache.ts): the same answer, and the
+ * same refusals, as the app gives; a request it does not answer reaches the app with its bearer
+ * lookup done, so nothing is sent twice.
+ */
+describe('REST hits answered ahead of the app', () => {
+  const headersOf = (reply: { headers: Headers }) =>
+    Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'));
+
+  test('a hit has the headers and body the app answered, its own request id, or the one given', async () => {
+    const list = `/user/?pageSize=1&filter=${encodeURIComponent(JSON.stringify({ lastName: { eq: uniq('ahead') } }))}`;
+    const id = (await svc.request('POST', '/user/', { body: { firstName: 'Ahead', lastName: uniq('ahead') } })).body;
+    for (const path of [list, '/role/?pageSize=1', `/user/${id}`]) {
+      const first = await svc.request('GET', path);
+      expect({ path, status: first.status }).toEqual({ path, status: 200 });
+      const again = await counted(() => svc.request('GET', path, { headers: { 'X-Request-Id': 'given-id-1' } }));
+      expect({ path, statements: again.statements.length }).toEqual({ path, statements: 1 });
+      expect(again.reply.status).toBe(200);
+      expect(headersOf(again.reply)).toEqual(headersOf(first));
+      expect(again.reply.text).toBe(first.text);
+      expect(again.reply.headers.get('x-request-id')).toBe('given-id-1');
+      const third = await svc.request('GET', path, { headers: { 'X-Request-Id': 'not a sane id' } });
+      expect(third.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
+  test('a miss and a refusal send the bearer lookup once', async () => {
+    const id = (await svc.request('POST', '/user/', { body: { firstName: 'Once', lastName: uniq('once') } })).body;
+    const miss = await counted(() => svc.request('GET', `/user/${id}`));
+    expect(miss.reply.status).toBe(200);
+    expect(miss.statements).toHaveLength(2);
+    expect(miss.statements[0]).toMatch(/from tokens t join users u/);
+    const refused = await counted(() => svc.request('GET', `/user/${id}`, { token: 'no-such-token' }));
+    expect(refused.reply.status).toBe(401);
+    expect(refused.reply.body).toMatchObject({ code: 401, message: 'the access token is unknown, expired or revoked' });
+    expect(refused.reply.body.requestId).toBe(refused.reply.headers.get('x-request-id'));
+    expect(refused.statements).toHaveLength(1);
+    const line = svc.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request').at(-1);
+    expect(line).toMatchObject({ requestId: refused.reply.headers.get('x-request-id'), route: '/user/:id', status: 401 });
+  });
+
+  test('what the app refuses before its cache is refused for a cached path too', async () => {
+    const path = '/role/?pageSize=1';
+    const token = await svc.tokenWith('*');
+    expect((await svc.request('GET', path, { token })).status).toBe(200);
+    expect((await svc.request('GET', path, { token })).status).toBe(200);
+    const missing = await svc.request('GET', path, { token: null });
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await svc.request('POST', '/oauth/revoke', { body: { token } })).status).toBe(200);
+    expect((await svc.request('GET', path, { token })).status).toBe(401);
+    const auth = `Authorization: Bearer ${svc.adminToken}\r\n`;
+    const exchange = (lines: string, body = '') => rawExchange(`GET ${path} HTTP/1.1\r\n${lines}Connection: close\r\n\r\n${body}`);
+    expect(await exchange(`Host: localhost\r\n${auth}`)).toMatch(/^HTTP\/1\.1 200/);
+    expect(await exchange(`Host: localhost\r\n${auth}${auth}`)).toMatch(/^HTTP\/1\.1 400[^]*send one Authorization header, not 2/);
+    expect(await exchange(`Host: localhost\r\nHost: other\r\n${auth}`)).toMatch(/^HTTP\/1\.1 400[^]*send one Host header/);
+    expect(await exchange(auth)).toMatch(/^HTTP\/1\.1 400[^]*no Host header/);
+    const chunked = `Host: localhost\r\n${auth}Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n`;
+    expect(await exchange(chunked, '5\r\nhello\r\n0\r\n\r\n')).toMatch(/^HTTP\/1\.1 415/);
+  });
+
+  test('under a base path and with CORS on: the same answers, Vary: Origin on each, the headers of an Origin from the app', async () => {
+    const other = await startTestService({ BASE_PATH: '/api', CORS_ORIGINS: 'https://app.example' });
+    try {
+      const path = '/role/?pageSize=1'; // request() puts the base path in front
+      const first = await other.request('GET', path);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('vary')).toBe('Origin');
+      other.queries.length = 0;
+      const again = await other.request('GET', path);
+      expect(other.queries).toHaveLength(1);
+      expect(headersOf(again)).toEqual(headersOf(first));
+      expect(again.text).toBe(first.text);
+      other.queries.length = 0;
+      const fromApp = await other.request('GET', path, { headers: { Origin: 'https://app.example' } });
+      expect(other.queries).toHaveLength(1);
+      expect(fromApp.headers.get('access-control-allow-origin')).toBe('https://app.example');
+      expect(fromApp.text).toBe(first.text);
+      const outside = await fetch(`${other.url}/role/?pageSize=1`, { headers: { Authorization: `Bearer ${other.adminToken}` } });
+      expect(outside.status).toBe(404);
+    } finally {
+      await other.stop();
+    }
+  });
+});

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import bodyParser from 'koa-bodyparser';
 import type { Next } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
+import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
-import { DatabaseOutage } from '../observability/outage.js';
+import type { DatabaseOutage } from '../observability/outage.js';
 import type { AppContext } from './context.js';
 
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -15,9 +17,26 @@ export function requestIdFrom(given: string | undefined): string {
   return given && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/**
+ * What the read cache's early answer (front-cache.ts) found out about a request before it handed
+ * the request to the Koa app: its id, and its bearer token's lookup, under way or done. The app
+ * goes on with them rather than making a second id or sending the lookup a second time.
+ */
+export interface EarlyRequest {
+  requestId: string;
+  caller: Promise<Caller>;
+}
+
+const early = new WeakMap<IncomingMessage, EarlyRequest>();
+
+/** Hands a request to the app with what was found out about it before (see EarlyRequest). */
+export function handOver(req: IncomingMessage, found: EarlyRequest): void {
+  early.set(req, found);
+}
+
 /** X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every answer. */
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
-  ctx.state.requestId = requestIdFrom(ctx.get('X-Request-Id'));
+  ctx.state.requestId = early.get(ctx.req)?.requestId ?? requestIdFrom(ctx.get('X-Request-Id'));
   ctx.set('X-Request-Id', ctx.state.requestId);
   await next();
 }
@@ -43,13 +62,41 @@ export function routeOf(ctx: AppContext): string | null {
   return route;
 }
 
+/** What the request log says of one answered request. */
+export interface AnsweredRequest {
+  requestId: string;
+  method: string;
+  /** The route template, or null when no route matched (the path is logged instead). */
+  route: string | null;
+  path: string;
+  status: number;
+  /** process.hrtime.bigint() when the request arrived. */
+  started: bigint;
+  operation?: { name: string | null; type: string };
+  readCache?: 'hit' | 'miss';
+}
+
 /**
  * One line per request: method, route template (the path itself only when no route matched;
  * never the query string: filters may hold token values), status, time, and for /graphql the
- * operation's name and type.
+ * operation's name and type. Written by the access log below, and by the read cache's early answer
+ * (front-cache.ts), which answers before the Koa app.
  */
-export function accessLog(log: Logger) {
-  const outage = new DatabaseOutage(log);
+export function logAnswered(log: Logger, request: AnsweredRequest): void {
+  const { operation } = request;
+  log.info('request', {
+    requestId: request.requestId,
+    method: request.method,
+    ...(request.route ? { route: request.route } : { path: request.path.slice(0, 200) }),
+    status: request.status,
+    ms: Number((process.hrtime.bigint() - request.started) / 1000n) / 1000,
+    ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
+    ...(request.readCache ? { readCache: request.readCache } : {}),
+  });
+}
+
+/** The request log of the Koa app (logAnswered), and the database outage's start and end. */
+export function accessLog(log: Logger, outage: DatabaseOutage) {
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
     const started = process.hrtime.bigint();
     try {
@@ -58,16 +105,15 @@ export function accessLog(log: Logger) {
       if (ctx.status === 503) outage.failed(ctx.state.requestId);
       // Its token was read from the database, or the readiness probe reached it.
       else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
-      const route = routeOf(ctx);
-      const operation = ctx.state.graphql;
-      log.info('request', {
+      logAnswered(log, {
         requestId: ctx.state.requestId,
         method: ctx.method,
-        ...(route ? { route } : { path: ctx.path.slice(0, 200) }),
+        route: routeOf(ctx),
+        path: ctx.path,
         status: ctx.status,
-        ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
-        ...(ctx.state.readCache ? { readCache: ctx.state.readCache } : {}),
+        started,
+        operation: ctx.state.graphql,
+        readCache: ctx.state.readCache,
       });
     }
   };
@@ -94,7 +140,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId);
+    ctx.state.caller = await (early.get(ctx.req)?.caller ?? authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId));
     await next();
   };
 }

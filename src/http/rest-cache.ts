@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { ownBytes, type ReadCache } from '../db/read-cache.js';
 import type { AppState } from './context.js';
+import { routeOf } from './middleware.js';
 
 /**
  * The REST reads of the directory: users, applications and roles (a record, a list) and a user's
@@ -8,11 +9,19 @@ import type { AppState } from './context.js';
  */
 const DIRECTORY_READ = /^\/(?:(?:user|application|role)(?:\/[^/]+)?|user\/[^/]+\/(?:application(?:\/[^/]+)?|role))$/;
 
-interface CachedRead {
+/** Whether a path (below the base path) is one of the cached directory reads. */
+export const isDirectoryRead = (path: string): boolean => DIRECTORY_READ.test(path);
+
+/** The cache key of a REST read: its URL as sent (the Link header is built from it). */
+export const restReadKey = (url: string): string => `rest ${url}`;
+
+export interface CachedRead {
   /** The JSON body as bytes: written as they are, where a string would be encoded again for every answer. */
   body: Buffer;
   /** The headers the route set (Content-Type, X-Total-Count, Link). */
   headers: [string, string][];
+  /** The route template that answered (`/user/:id`), for the request log and metrics of a later hit. */
+  route: string | null;
 }
 
 /**
@@ -26,8 +35,8 @@ export function restReadCache(answers: ReadCache, basePath: string): Middleware<
   return async function cachedDirectoryRead(ctx, next) {
     const { caller } = ctx.state;
     const path = basePath && ctx.path.startsWith(basePath) ? ctx.path.slice(basePath.length) : ctx.path;
-    if (ctx.method !== 'GET' || !caller?.directoryVersion || !DIRECTORY_READ.test(path)) return next();
-    const key = `rest ${ctx.originalUrl}`;
+    if (ctx.method !== 'GET' || !caller?.directoryVersion || !isDirectoryRead(path)) return next();
+    const key = restReadKey(ctx.originalUrl);
     const hit = answers.get<CachedRead>(caller, key);
     ctx.state.readCache = hit ? 'hit' : 'miss';
     if (hit) {
@@ -46,6 +55,6 @@ export function restReadCache(answers: ReadCache, basePath: string): Middleware<
     const headers = Object.entries(ctx.response.headers)
       .filter(([name]) => !before.has(name) && name !== 'content-length')
       .map(([name, value]) => [name, String(value)] as [string, string]);
-    answers.set(caller, key, { body: bytes, headers } satisfies CachedRead, bytes.length + headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
+    answers.set(caller, key, { body: bytes, headers, route: routeOf(ctx) } satisfies CachedRead, bytes.length + headers.reduce((n, [name, value]) => n + name.length + value.length, 0));
   };
 }

@@ -15,6 +15,8 @@ export interface Metrics {
   middleware: Middleware<AppState>;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
+  /** Counts a request answered before the Koa app (a read-cache hit: src/http/front-cache.ts). */
+  answered(method: string, route: string, status: number, started: bigint, readCache: 'hit' | 'miss'): void;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -71,20 +73,24 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   pool('db_pool_waiting', 'Requests waiting for a database connection', (s) => s.waiting);
   pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
 
+  const answered = (method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss') => {
+    const labels = { method, route, status: String(status) };
+    duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    requests.inc(labels);
+    if (readCache) cacheLookups.inc({ result: readCache });
+  };
   return {
     middleware: async function observe(ctx, next) {
-      const end = duration.startTimer();
+      const started = process.hrtime.bigint();
       try {
         await next();
       } finally {
-        const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
-        end(labels);
-        requests.inc(labels);
+        answered(ctx.method, routeOf(ctx) ?? 'unmatched', ctx.status, started, ctx.state.readCache);
         const operation = ctx.state.graphql;
         if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
-        if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
       }
     },
+    answered,
     endpoint: async function metricsEndpoint(ctx) {
       ctx.set('Content-Type', registry.contentType);
       ctx.body = await registry.metrics();
