@@ -47,6 +47,9 @@ export interface App {
 export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): App {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
+  // REST read-cache hits are answered before this chain (src/http/front-cache.ts, `listener`
+  // below), for requests that pass its checks unchanged: a check added here, before the read
+  // cache, must be added there too.
   app.use(requestId);
   const metrics = config.metrics ? createMetrics(db) : null;
   if (metrics) app.use(metrics.middleware);

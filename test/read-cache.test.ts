@@ -426,6 +426,48 @@ describe('REST hits answered ahead of the app', () => {
     expect(await exchange(chunked, '5\r\nhello\r\n0\r\n\r\n')).toMatch(/^HTTP\/1\.1 415/);
   });
 
+  test('the early answer and the app\'s answer to a cached read are the same bytes and log lines', async () => {
+    const id = (await svc.request('POST', '/user/', { body: { firstName: 'Same', lastName: uniq('same') } })).body;
+    // Content-Length: 0 sends a request to the app (its body reader looks at it), with the same answer.
+    const exchange = (path: string, extra: string) =>
+      rawExchange(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\n${extra}Connection: close\r\n\r\n`);
+    const strip = (answer: string) => answer.replace(/^(date|x-request-id): .*\r\n/gim, '');
+    const lastLine = () => {
+      const { requestId: _id, ms: _ms, time: _time, ...line } = JSON.parse(svc.logLines.filter((l) => l.includes('"msg":"request"')).at(-1)!);
+      return line;
+    };
+    for (const path of ['/role/?pageSize=1', '/user/', `/user/${id}`, `/user/${id}/role`]) {
+      expect((await svc.request('GET', path)).status).toBe(200); // now cached
+      const early = await exchange(path, '');
+      const earlyLine = lastLine();
+      const app = await exchange(path, 'Content-Length: 0\r\n');
+      expect({ path, answer: strip(early) }).toEqual({ path, answer: strip(app) });
+      expect(early).toMatch(/^HTTP\/1\.1 200/);
+      expect(lastLine()).toEqual(earlyLine);
+      expect(earlyLine).toMatchObject({ status: 200, readCache: 'hit' });
+    }
+  });
+
+  // Another session holds the directory version's row: the bearer lookup waits.
+  (process.env.DATABASE_URL ? test : test.skip)('a request handed to the app is logged with the time since it arrived, its bearer lookup included', async () => {
+    const blocker = new pg.Client({ connectionString: svc.config.databaseUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table directory_version in access exclusive mode');
+      const reply = svc.request('GET', `/role/?page=${Date.now()}`); // not cached: handed to the app
+      await new Promise((r) => setTimeout(r, 300));
+      await blocker.query('commit');
+      const { status, headers } = await reply;
+      expect(status).toBe(200);
+      const line = svc.logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.requestId === headers.get('x-request-id'));
+      expect(line.readCache).toBe('miss');
+      expect(line.ms).toBeGreaterThanOrEqual(250);
+    } finally {
+      await blocker.end();
+    }
+  });
+
   test('under a base path and with CORS on: the same answers, Vary: Origin on each, the headers of an Origin from the app', async () => {
     const other = await startTestService({ BASE_PATH: '/api', CORS_ORIGINS: 'https://app.example' });
     try {

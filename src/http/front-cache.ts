@@ -27,25 +27,38 @@ export interface FrontCacheDeps {
  * cache is the one statement of the bearer lookup).
  *
  * Only a request the app would send down to its read cache unchanged is answered here: a GET of
- * a directory path, with one Host header, at most one Authorization header, no body and (with CORS
- * on) no Origin. Every other request, and every one whose answer is not cached for its caller's
- * scopes and directory version, goes to the app as it came, with its request id and its bearer
- * lookup (under way or done, failed included) handed over, so that it is not sent twice. A hit is
- * exact for the same reason as in the app: the lookup read the directory version (read-cache.ts).
+ * a directory path, with one Host header, at most one Authorization header, no body headers at all
+ * (the body reader looks at a `Content-Length: 0` too: its Content-Encoding is checked) and, with
+ * CORS on, no Origin. These mirror the app's checks before its cache (app.ts: requireOneHost,
+ * requireCaller, jsonBody, the CORS middleware); a check added there must be added here. Every
+ * other request, and every one whose answer is not cached for its caller's scopes and directory
+ * version, goes to the app as it came, with what was found out about it handed over (request id,
+ * arrival time, the bearer lookup under way or done, failed included: middleware.ts, EarlyRequest),
+ * so that the lookup is not sent twice. A hit is exact for the same reason as in the app: the
+ * lookup read the directory version (read-cache.ts).
  */
 export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListener): RequestListener {
   const { db, answers, basePath, cors, log, outage, metrics } = deps;
 
+  /** Whether the app would take this request to its read cache as it is (see above). */
   const eligible = (req: IncomingMessage, path: string): boolean => {
     if (req.method !== 'GET') return false;
     if (basePath && !path.startsWith(`${basePath}/`)) return false;
-    if (!isDirectoryRead(path.slice(basePath.length))) return false;
+    // The app trims trailing slashes before it routes (trimTrailingSlash).
+    if (!isDirectoryRead(path.slice(basePath.length).replace(/\/+$/, ''))) return false;
     const { headers } = req;
-    // No body (as Koa's ctx.request.length and the body reader see it).
-    if (~~(headers['content-length'] ?? 0) || headers['transfer-encoding'] !== undefined) return false;
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false;
     if (cors && headers.origin !== undefined) return false;
-    const distinct = req.headersDistinct;
-    return distinct.host?.length === 1 && (distinct.authorization?.length ?? 0) <= 1;
+    // Counted in the raw headers: req.headersDistinct would build an object for every request.
+    let hosts = 0;
+    let authorizations = 0;
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i];
+      if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
+      else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
+    }
+    return hosts === 1 && authorizations <= 1;
   };
 
   const answerFrom = (cached: CachedRead, res: ServerResponse, requestId: string): void => {
@@ -65,24 +78,30 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
     const started = process.hrtime.bigint();
     const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
     const lookup = authenticate(db, req.headers.authorization || undefined, clientOf(req.headers), requestId);
+    let handedOver = false;
     const toApp = () => {
-      handOver(req, { requestId, caller: lookup });
+      if (handedOver) return;
+      handedOver = true;
+      handOver(req, { requestId, started, caller: lookup });
       app(req, res);
     };
     lookup
       .then((caller: Caller) => {
         const cached = answers.get<CachedRead>(caller, restReadKey(url));
         if (!cached) return toApp();
-        answerFrom(cached, res, requestId);
+        try {
+          answerFrom(cached, res, requestId);
+        } catch (err) {
+          // A bug: the app answers, unless part of this answer is out already.
+          log.error('answering from the read cache failed', { requestId, error: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack });
+          if (res.headersSent) res.destroy();
+          else toApp();
+          return;
+        }
         outage.succeeded();
         metrics?.answered('GET', cached.route ?? 'unmatched', 200, started, 'hit');
         logAnswered(log, { requestId, method: 'GET', route: cached.route, path, status: 200, started, readCache: 'hit' });
       }, toApp) // refused (401) or failed (503): the app answers, awaiting the same lookup
-      .catch((err: Error) => {
-        // A bug here: the app answers the request if nothing has been written yet.
-        log.error('answering from the read cache failed', { requestId, error: err?.name, message: err?.message, stack: err?.stack });
-        if (res.headersSent) res.destroy();
-        else toApp();
-      });
+      .catch((err: Error) => log.error('request failed ahead of the app', { requestId, error: err?.name, message: err?.message, stack: err?.stack }));
   };
 }

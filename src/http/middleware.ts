@@ -24,6 +24,8 @@ export function requestIdFrom(given: string | undefined): string {
  */
 export interface EarlyRequest {
   requestId: string;
+  /** process.hrtime.bigint() when the request arrived: the log and metrics time it from then. */
+  started: bigint;
   caller: Promise<Caller>;
 }
 
@@ -33,6 +35,9 @@ const early = new WeakMap<IncomingMessage, EarlyRequest>();
 export function handOver(req: IncomingMessage, found: EarlyRequest): void {
   early.set(req, found);
 }
+
+/** When a request arrived: when it reached the server, for one handed over by front-cache.ts. */
+export const arrivalOf = (req: IncomingMessage): bigint => early.get(req)?.started ?? process.hrtime.bigint();
 
 /** X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every answer. */
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
@@ -98,7 +103,7 @@ export function logAnswered(log: Logger, request: AnsweredRequest): void {
 /** The request log of the Koa app (logAnswered), and the database outage's start and end. */
 export function accessLog(log: Logger, outage: DatabaseOutage) {
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
-    const started = process.hrtime.bigint();
+    const started = arrivalOf(ctx.req);
     try {
       await next();
     } finally {

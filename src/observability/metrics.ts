@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import type { AppState } from '../http/context.js';
-import { routeOf } from '../http/middleware.js';
+import { arrivalOf, routeOf } from '../http/middleware.js';
 
 /**
  * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
@@ -16,7 +16,7 @@ export interface Metrics {
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
   /** Counts a request answered before the Koa app (a read-cache hit: src/http/front-cache.ts). */
-  answered(method: string, route: string, status: number, started: bigint, readCache: 'hit' | 'miss'): void;
+  answered(method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss'): void;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -81,7 +81,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   };
   return {
     middleware: async function observe(ctx, next) {
-      const started = process.hrtime.bigint();
+      const started = arrivalOf(ctx.req);
       try {
         await next();
       } finally {
