@@ -69,7 +69,7 @@ export function readsOnlyDirectory(schema: GraphQLSchema, query: string): boolea
 }
 
 /** A clean answer as Apollo made it, and the operation it ran (for the request log and metrics). */
-interface CachedAnswer {
+export interface CachedAnswer {
   /** The body as bytes: written as they are, where a string would be encoded again for every answer. */
   body: Buffer;
   type: string;
@@ -78,6 +78,15 @@ interface CachedAnswer {
 
 /** Query texts longer than this are not cached (nor remembered): a few directory queries are. */
 const MAX_QUERY_CHARS = 16 * 1024;
+
+/**
+ * The key of a request's answer: everything the answer depends on but the caller's scopes (which
+ * read-cache.ts adds). Also used by front-cache.ts, which looks a POST's answer up before the app.
+ */
+export function graphqlAnswerKey(method: string, contentType: string, accept: string, params: Record<string, unknown>): string {
+  const { query, operationName, variables, extensions } = params;
+  return JSON.stringify(['graphql', method, contentType, accept, query, operationName ?? null, variables ?? null, extensions ?? null]);
+}
 
 /**
  * Clean answers to directory queries (read-cache.ts says why they are exact), served without
@@ -96,7 +105,7 @@ export class GraphQLResponseCache {
   /** The cache key of a request, or null when its answer may not be cached. */
   keyOf(ctx: AppContext, caller: Caller | null, params: Record<string, unknown>): string | null {
     if (!caller?.directoryVersion || (ctx.method !== 'POST' && ctx.method !== 'GET')) return null;
-    const { query, operationName, variables, extensions } = params;
+    const { query } = params;
     if (typeof query !== 'string' || query.length > MAX_QUERY_CHARS) return null;
     let cacheable = this.documents.get(query);
     if (cacheable === undefined) {
@@ -104,7 +113,7 @@ export class GraphQLResponseCache {
       this.documents.set(query, cacheable);
     }
     if (!cacheable) return null;
-    return JSON.stringify(['graphql', ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), query, operationName ?? null, variables ?? null, extensions ?? null]);
+    return graphqlAnswerKey(ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), params);
   }
 
   /** Answers the request from the cache; false when there is nothing for its version. */

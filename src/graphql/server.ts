@@ -15,7 +15,7 @@ import type { Database } from '../db/database.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { endShared, withSharedScope } from '../db/transaction.js';
 import { failureOf } from '../http/errors.js';
-import { jsonBody } from '../http/middleware.js';
+import { earlyCaller, jsonBody } from '../http/middleware.js';
 import type { Services } from '../services.js';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
@@ -206,7 +206,7 @@ export async function createGraphQL(deps: {
     const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
     let caller: Caller;
     try {
-      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId);
+      caller = await (earlyCaller(ctx.req) ?? authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId));
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.

@@ -6,6 +6,7 @@ import type { ReadCache } from '../db/read-cache.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { DatabaseOutage } from '../observability/outage.js';
 import type { Logger } from '../shared/log.js';
+import { graphqlAnswerKey, type CachedAnswer } from '../graphql/response-cache.js';
 import { handOver, logAnswered, requestIdFrom } from './middleware.js';
 import { isDirectoryRead, restReadKey, type CachedRead } from './rest-cache.js';
 
@@ -20,35 +21,63 @@ export interface FrontCacheDeps {
   metrics: Metrics | null;
 }
 
+/** The largest GraphQL POST body read ahead of the app (cached query texts are at most 16 KiB). */
+const MAX_EARLY_BODY = 32 * 1024;
+
+/** The media types of a GraphQL POST read ahead of the app: JSON in UTF-8, as the app's body reader reads it. */
+const JSON_TYPE = /^application\/json(?: *; *charset="?utf-8"?)?$/i;
+
 /**
- * The REST read cache's hits (rest-cache.ts), answered ahead of the Koa app: the same answer,
- * headers, request log line and metrics, without the app's middleware chain and routers, which
- * cost more CPU than the rest of such a request together (a `GET /user/{id}` answered from the
- * cache is the one statement of the bearer lookup).
+ * The whole body of a request that declared `length` bytes, read without ending the stream (read
+ * with an exact size, the stream does not emit 'end' yet), so that it can be put back (unshift)
+ * for the app's body reader: null if the request was aborted first.
+ */
+function readDeclaredBody(req: IncomingMessage, length: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const finish = (body: Buffer | null) => {
+      req.removeListener('readable', onReadable);
+      req.removeListener('error', onGone);
+      req.removeListener('close', onGone);
+      resolve(body);
+    };
+    const onReadable = () => {
+      const body = req.read(length) as Buffer | null; // null until all of it has arrived
+      if (body !== null) finish(body.length === length ? body : null);
+    };
+    const onGone = () => finish(null);
+    req.on('readable', onReadable);
+    req.on('error', onGone);
+    req.on('close', onGone);
+  });
+}
+
+/**
+ * Read-cache hits (src/db/read-cache.ts) answered ahead of the Koa app: REST directory reads
+ * (rest-cache.ts) and GraphQL POSTs of directory queries (graphql/response-cache.ts). The same
+ * answer, headers, request log line and metrics as the app's, without the app's middleware chain
+ * and routers, which cost more CPU than the rest of such a request together (a `GET /user/{id}`
+ * or a `user(id)` query answered from the cache is the one statement of the bearer lookup).
  *
- * Only a request the app would send down to its read cache unchanged is answered here: a GET of
- * a directory path, with one Host header, at most one Authorization header, no body headers at all
- * (the body reader looks at a `Content-Length: 0` too: its Content-Encoding is checked) and, with
- * CORS on, no Origin. These mirror the app's checks before its cache (app.ts: requireOneHost,
- * requireCaller, jsonBody, the CORS middleware); a check added there must be added here. Every
- * other request, and every one whose answer is not cached for its caller's scopes and directory
- * version, goes to the app as it came, with what was found out about it handed over (request id,
- * arrival time, the bearer lookup under way or done, failed included: middleware.ts, EarlyRequest),
- * so that the lookup is not sent twice. A hit is exact for the same reason as in the app: the
- * lookup read the directory version (read-cache.ts).
+ * Only a request the app would take to its read cache unchanged is answered here: one Host header,
+ * one Authorization header at most (exactly one for GraphQL), with CORS on no Origin, and either
+ * a GET of a directory path without body headers (the body reader looks at a `Content-Length: 0`
+ * too: its Content-Encoding is checked) or a POST to /graphql of a JSON body in UTF-8 of at most
+ * 32 KiB, declared by Content-Length, not encoded. These mirror the app's checks before its cache
+ * (app.ts: requireOneHost, requireCaller, jsonBody, the CORS middleware; graphql/server.ts:
+ * callerFor); a check added there must be added here. Every other request, and every one whose
+ * answer is not cached for its caller's scopes and directory version, goes to the app with what
+ * was found out about it handed over (request id, arrival time, the bearer lookup under way or
+ * done, failed included: middleware.ts, EarlyRequest), so that the lookup is not sent twice, and
+ * a GraphQL body read here put back into the request stream for the app to read as it would have.
+ * A hit is exact for the same reason as in the app: the lookup read the directory version, after
+ * the whole request had arrived (read-cache.ts).
  */
 export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListener): RequestListener {
   const { db, answers, basePath, cors, log, outage, metrics } = deps;
 
-  /** Whether the app would take this request to its read cache as it is (see above). */
-  const eligible = (req: IncomingMessage, path: string): boolean => {
-    if (req.method !== 'GET') return false;
-    if (basePath && !path.startsWith(`${basePath}/`)) return false;
-    // The app trims trailing slashes before it routes (trimTrailingSlash).
-    if (!isDirectoryRead(path.slice(basePath.length).replace(/\/+$/, ''))) return false;
-    const { headers } = req;
-    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false;
-    if (cors && headers.origin !== undefined) return false;
+  /** One Host, at most one Authorization (exactly one when `bearer`), and no Origin when CORS is on. */
+  const plainHeaders = (req: IncomingMessage, bearer: boolean): boolean => {
+    if (cors && req.headers.origin !== undefined) return false;
     // Counted in the raw headers: req.headersDistinct would build an object for every request.
     let hosts = 0;
     let authorizations = 0;
@@ -58,39 +87,68 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
       if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
       else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
     }
-    return hosts === 1 && authorizations <= 1;
+    return hosts === 1 && (bearer ? authorizations === 1 : authorizations <= 1);
   };
 
-  const answerFrom = (cached: CachedRead, res: ServerResponse, requestId: string): void => {
+  /** A GET the app would take to its REST read cache as it is (see above). */
+  const restRead = (req: IncomingMessage, path: string): boolean => {
+    if (req.method !== 'GET') return false;
+    if (basePath && !path.startsWith(`${basePath}/`)) return false;
+    // The app trims trailing slashes before it routes (trimTrailingSlash).
+    if (!isDirectoryRead(path.slice(basePath.length).replace(/\/+$/, ''))) return false;
+    const { headers } = req;
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false;
+    return plainHeaders(req, false);
+  };
+
+  /** The declared length of a GraphQL POST whose body may be read here, or 0 (see above). */
+  const graphqlBody = (req: IncomingMessage, url: string): number => {
+    if (req.method !== 'POST' || url !== '/graphql') return 0;
+    const { headers } = req;
+    const declared = headers['content-length'];
+    if (declared === undefined || !/^\d{1,5}$/.test(declared) || headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined) return 0;
+    if (!JSON_TYPE.test(headers['content-type'] ?? '')) return 0;
+    const length = Number(declared);
+    return length > 0 && length <= MAX_EARLY_BODY && plainHeaders(req, true) ? length : 0;
+  };
+
+  /** Writes a kept answer as the app does: its request id, Vary with CORS on, the kept headers. */
+  const answer = (res: ServerResponse, requestId: string, headers: readonly [string, string][], body: Buffer): void => {
     res.statusCode = 200;
     res.setHeader('X-Request-Id', requestId);
     if (cors) res.setHeader('Vary', 'Origin');
-    for (const [name, value] of cached.headers) res.setHeader(name, value);
-    res.setHeader('Content-Length', cached.body.length);
-    res.end(cached.body);
+    for (const [name, value] of headers) res.setHeader(name, value);
+    res.setHeader('Content-Length', body.length);
+    res.end(body);
   };
 
-  return function answerCachedReadFirst(req, res) {
-    const url = req.url ?? '';
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
-    if (!eligible(req, path)) return app(req, res);
-    const started = process.hrtime.bigint();
-    const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
+  /**
+   * Looks the request's answer up under the caller its bearer lookup finds (`find`), answers a hit
+   * and notes it in the log and metrics (`noted`), and hands anything else to the app, once.
+   */
+  const serveOrHandOver = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    started: bigint,
+    requestId: string,
+    beforeApp: () => void,
+    find: (caller: Caller) => { headers: readonly [string, string][]; body: Buffer; noted: () => void } | undefined,
+  ): void => {
     const lookup = authenticate(db, req.headers.authorization || undefined, clientOf(req.headers), requestId);
     let handedOver = false;
     const toApp = () => {
       if (handedOver) return;
       handedOver = true;
+      beforeApp();
       handOver(req, { requestId, started, caller: lookup });
       app(req, res);
     };
     lookup
       .then((caller: Caller) => {
-        const cached = answers.get<CachedRead>(caller, restReadKey(url));
-        if (!cached) return toApp();
+        const hit = find(caller);
+        if (!hit) return toApp();
         try {
-          answerFrom(cached, res, requestId);
+          answer(res, requestId, hit.headers, hit.body);
         } catch (err) {
           // A bug: the app answers, unless part of this answer is out already.
           log.error('answering from the read cache failed', { requestId, error: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack });
@@ -99,9 +157,64 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
           return;
         }
         outage.succeeded();
-        metrics?.answered('GET', cached.route ?? 'unmatched', 200, started, 'hit');
-        logAnswered(log, { requestId, method: 'GET', route: cached.route, path, status: 200, started, readCache: 'hit' });
+        hit.noted();
       }, toApp) // refused (401) or failed (503): the app answers, awaiting the same lookup
       .catch((err: Error) => log.error('request failed ahead of the app', { requestId, error: err?.name, message: err?.message, stack: err?.stack }));
+  };
+
+  return function answerCachedReadFirst(req, res) {
+    const url = req.url ?? '';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    if (restRead(req, path)) {
+      const started = process.hrtime.bigint();
+      const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
+      serveOrHandOver(req, res, started, requestId, () => {}, (caller) => {
+        const cached = answers.get<CachedRead>(caller, restReadKey(url));
+        if (!cached) return undefined;
+        return {
+          headers: cached.headers,
+          body: cached.body,
+          noted: () => {
+            metrics?.answered('GET', cached.route ?? 'unmatched', 200, started, 'hit');
+            logAnswered(log, { requestId, method: 'GET', route: cached.route, path, status: 200, started, readCache: 'hit' });
+          },
+        };
+      });
+      return;
+    }
+    const length = graphqlBody(req, url);
+    if (!length) return app(req, res);
+    const started = process.hrtime.bigint();
+    const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
+    void readDeclaredBody(req, length).then((body) => {
+      if (!body) {
+        // The client went away before its body was in (the app's body reader: a 400 no one reads).
+        metrics?.answered('POST', '/graphql', 400, started);
+        logAnswered(log, { requestId, method: 'POST', route: '/graphql', path, status: 400, started });
+        return;
+      }
+      let params: unknown = null;
+      try {
+        params = JSON.parse(body.toString('utf8'));
+      } catch {
+        // not JSON: the app says so
+      }
+      const contentType = req.headers['content-type'] ?? '';
+      const accept = req.headers.accept ?? '';
+      serveOrHandOver(req, res, started, requestId, () => req.unshift(body), (caller) => {
+        if (typeof params !== 'object' || params === null || Array.isArray(params)) return undefined;
+        const cached = answers.get<CachedAnswer>(caller, graphqlAnswerKey('POST', contentType, accept, params as Record<string, unknown>));
+        if (!cached) return undefined;
+        return {
+          headers: [['Content-Type', cached.type]],
+          body: cached.body,
+          noted: () => {
+            metrics?.answered('POST', '/graphql', 200, started, 'hit', cached.operation);
+            logAnswered(log, { requestId, method: 'POST', route: '/graphql', path, status: 200, started, operation: cached.operation, readCache: 'hit' });
+          },
+        };
+      });
+    });
   };
 }

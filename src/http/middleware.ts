@@ -36,6 +36,9 @@ export function handOver(req: IncomingMessage, found: EarlyRequest): void {
   early.set(req, found);
 }
 
+/** The bearer lookup front-cache.ts made for a request it handed over, if it made one. */
+export const earlyCaller = (req: IncomingMessage): Promise<Caller> | undefined => early.get(req)?.caller;
+
 /** When a request arrived: when it reached the server, for one handed over by front-cache.ts. */
 export const arrivalOf = (req: IncomingMessage): bigint => early.get(req)?.started ?? process.hrtime.bigint();
 
@@ -145,7 +148,7 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
 /** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
 export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await (early.get(ctx.req)?.caller ?? authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId));
+    ctx.state.caller = await (earlyCaller(ctx.req) ?? authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId));
     await next();
   };
 }

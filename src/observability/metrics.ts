@@ -16,7 +16,7 @@ export interface Metrics {
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
   /** Counts a request answered before the Koa app (a read-cache hit: src/http/front-cache.ts). */
-  answered(method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss'): void;
+  answered(method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss', operation?: { name: string | null; type: string }): void;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -73,10 +73,11 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   pool('db_pool_waiting', 'Requests waiting for a database connection', (s) => s.waiting);
   pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
 
-  const answered = (method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss') => {
+  const answered: Metrics['answered'] = (method, route, status, started, readCache, operation) => {
     const labels = { method, route, status: String(status) };
     duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
     requests.inc(labels);
+    if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
     if (readCache) cacheLookups.inc({ result: readCache });
   };
   return {
@@ -85,9 +86,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
       try {
         await next();
       } finally {
-        answered(ctx.method, routeOf(ctx) ?? 'unmatched', ctx.status, started, ctx.state.readCache);
-        const operation = ctx.state.graphql;
-        if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
+        answered(ctx.method, routeOf(ctx) ?? 'unmatched', ctx.status, started, ctx.state.readCache, ctx.state.graphql);
       }
     },
     answered,
