@@ -6,7 +6,8 @@ import { ReadCache } from '../src/db/read-cache.js';
 import { answerCachedReadsFirst } from '../src/http/front-cache.js';
 import type { AppState } from '../src/http/context.js';
 import { errorHandler } from '../src/http/errors.js';
-import { requestId, requireCaller } from '../src/http/middleware.js';
+import { jsonBody, requestId, requireCaller } from '../src/http/middleware.js';
+import { graphqlAnswerKey, type CachedAnswer } from '../src/graphql/response-cache.js';
 import { restReadKey, type CachedRead } from '../src/http/rest-cache.js';
 import { DatabaseOutage } from '../src/observability/outage.js';
 import { createLogger } from '../src/shared/log.js';
@@ -41,9 +42,10 @@ function standInApp(): RequestListener {
   app.use(requestId);
   app.use(errorHandler(createLogger('silent')));
   app.use(requireCaller(svc.running.db));
+  app.use(jsonBody);
   app.use((ctx) => {
     ctx.status = 203;
-    ctx.body = { from: 'app' };
+    ctx.body = { from: 'app', body: ctx.request.body };
   });
   return app.callback() as RequestListener;
 }
@@ -174,4 +176,88 @@ test('under a base path, only paths below it are answered', async () => {
   expect((await get('/role/', {}, below)).status).toBe(203);
   expect((await get('/apirole/', {}, below)).status).toBe(203);
   expect(seen).toHaveLength(2);
+});
+
+describe('GraphQL POSTs', () => {
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+  const post = (params: unknown, extra: Record<string, string> = {}) =>
+    fetch(`${base}/graphql`, { method: 'POST', headers: { Authorization: `Bearer ${svc.adminToken}`, ...headers, ...extra }, body: JSON.stringify(params) });
+
+  /** Keeps an answer for these parameters, for the admin token's scopes and the current directory version. */
+  async function keep(params: Record<string, unknown>): Promise<string> {
+    const caller = await authenticate(svc.running.db, `Bearer ${svc.adminToken}`, '', 'setup');
+    const body = Buffer.from(JSON.stringify({ data: { kept: params.variables ?? null } }));
+    const answer: CachedAnswer = { body, type: 'application/json; charset=utf-8', operation: { name: 'Kept', type: 'query' } };
+    answers.set(caller, graphqlAnswerKey('POST', headers['Content-Type'], headers.Accept, params), answer, body.length);
+    return body.toString();
+  }
+
+  test('a kept answer is written without the app, with its type, the operation in the log line, one statement', async () => {
+    const params = { query: 'query Kept($id: ID!) { user(id: $id) { id } }', variables: { id: '1' } };
+    const kept = await keep(params);
+    seen.length = 0;
+    svc.queries.length = 0;
+    const reply = await post(params, { 'X-Request-Id': 'gql-front' });
+    expect({ status: reply.status, app: seen.length, statements: svc.queries.length }).toEqual({ status: 200, app: 0, statements: 1 });
+    expect(await reply.text()).toBe(kept);
+    expect(reply.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(reply.headers.get('x-request-id')).toBe('gql-front');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ requestId: 'gql-front', method: 'POST', route: '/graphql', status: 200, operationName: 'Kept', operationType: 'query', readCache: 'hit' });
+    // Other variables, another Accept: not kept, the app answers.
+    expect((await post({ ...params, variables: { id: '2' } })).status).toBe(203);
+    expect((await post(params, { Accept: 'application/graphql-response+json' })).status).toBe(203);
+  });
+
+  test('every other POST reaches the app with its body as sent, and one bearer lookup', async () => {
+    const params = { query: '{ kept }', variables: { pad: 'x' } };
+    await keep(params);
+    const big = { query: '{ big }', variables: { pad: 'y'.repeat(20 * 1024) } }; // read ahead, over the stream's 16 KiB buffer
+    const huge = { query: '{ huge }', variables: { pad: 'z'.repeat(40 * 1024) } }; // over 32 KiB: not read ahead
+    const auth = `Authorization: Bearer ${svc.adminToken}\r\n`;
+    const text = JSON.stringify(params);
+    const request = (body: string, more = '') =>
+      `POST /graphql HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nAccept: application/json\r\n${more}Content-Length: ${Buffer.byteLength(body)}\r\n`;
+    const echoed = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, '')).body;
+    const cases: [string, () => Promise<unknown>, unknown][] = [
+      ['not kept', async () => (await (await post({ ...params, variables: { pad: 'other' } })).json() as { body: unknown }).body, { ...params, variables: { pad: 'other' } }],
+      ['20 KiB', async () => (await (await post(big)).json() as { body: unknown }).body, big],
+      ['40 KiB', async () => (await (await post(huge)).json() as { body: unknown }).body, huge],
+      ['in slow parts', async () => {
+        const socket = connect(Number(new URL(base).port), '127.0.0.1');
+        await new Promise((r) => socket.once('connect', r));
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk));
+        const ended = new Promise((r) => socket.once('end', r));
+        const body = JSON.stringify({ ...params, variables: { pad: 'slow' } });
+        socket.write(`${request(body, 'Connection: close\r\n')}\r\n${body.slice(0, 10)}`);
+        await new Promise((r) => setTimeout(r, 100));
+        socket.write(body.slice(10));
+        await ended;
+        return echoed(answer);
+      }, { ...params, variables: { pad: 'slow' } }],
+      ['Content-Encoding: identity', async () => echoed(await raw(base, `${request(text, 'Content-Encoding: identity\r\nConnection: close\r\n')}\r\n${text}`)), params],
+      ['text/plain', async () => (await post(params, { 'Content-Type': 'text/plain' })).status, 415],
+      ['not JSON', async () => (await raw(base, `${request('{"query":', 'Connection: close\r\n')}\r\n{"query":`)).split('\r\n')[0], 'HTTP/1.1 400 Bad Request'],
+    ];
+    for (const [name, send, expected] of cases) {
+      seen.length = 0;
+      svc.queries.length = 0;
+      const got = await send();
+      const lookups = svc.queries.filter((q) => /from tokens t join users u/.test(q)).length;
+      expect({ name, got, app: seen.length, lookups }).toEqual({ name, got: expected, app: 1, lookups: 1 });
+    }
+  });
+
+  test('two POSTs in one write on a kept-alive connection: each answered, the second after the first', async () => {
+    const kept = await keep({ query: '{ first }' });
+    const second = JSON.stringify({ query: '{ second }' });
+    const first = JSON.stringify({ query: '{ first }' });
+    const auth = `Authorization: Bearer ${svc.adminToken}\r\n`;
+    const head = (body: string, more = '') => `POST /graphql HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nAccept: application/json\r\n${more}Content-Length: ${body.length}\r\n\r\n${body}`;
+    const answer = await raw(base, head(first) + head(second, 'Connection: close\r\n'));
+    const parts = answer.split(/(?=HTTP\/1\.1 )/);
+    expect(parts.map((part) => part.split('\r\n')[0])).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 203 Non-Authoritative Information']);
+    expect(parts[0].endsWith(kept)).toBe(true);
+    expect(parts[1]).toContain('"query":"{ second }"');
+  });
 });

@@ -448,6 +448,33 @@ describe('REST hits answered ahead of the app', () => {
     }
   });
 
+  test('the same for a GraphQL POST: the early answer and the app\'s are the same bytes and log lines', async () => {
+    const id = (await svc.request('POST', '/user/', { body: { firstName: 'Gq', lastName: uniq('gq') } })).body;
+    const body = JSON.stringify({ query: 'query One($id: ID!) { user(id: $id) { id firstName roles { total } } }', variables: { id: String(id) } });
+    // Content-Encoding: identity sends a request to the app (only the app's body reader decodes), with the same answer.
+    const exchange = (extra: string) =>
+      rawExchange(
+        `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\nAccept: application/json\r\n` +
+          `${extra}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    const strip = (answer: string) => answer.replace(/^(date|x-request-id): .*\r\n/gim, '');
+    const lastLine = () => {
+      const { requestId: _id, ms: _ms, time: _time, ...line } = JSON.parse(svc.logLines.filter((l) => l.includes('"msg":"request"')).at(-1)!);
+      return line;
+    };
+    const first = await exchange('');
+    expect(first).toMatch(/^HTTP\/1\.1 200/);
+    expect(lastLine()).toMatchObject({ readCache: 'miss', operationName: 'One' });
+    const early = await exchange('');
+    const earlyLine = lastLine();
+    const app = await exchange('Content-Encoding: identity\r\n');
+    expect(strip(early)).toBe(strip(app));
+    // Apollo's own answer spells the header content-type, Koa's (the app's cache) Content-Type.
+    expect(strip(early).toLowerCase()).toBe(strip(first).toLowerCase());
+    expect(lastLine()).toEqual(earlyLine);
+    expect(earlyLine).toMatchObject({ route: '/graphql', status: 200, readCache: 'hit', operationName: 'One', operationType: 'query' });
+  });
+
   // Another session holds the directory version's row: the bearer lookup waits.
   (process.env.DATABASE_URL ? test : test.skip)('a request handed to the app is logged with the time since it arrived, its bearer lookup included', async () => {
     const blocker = new pg.Client({ connectionString: svc.config.databaseUrl });
