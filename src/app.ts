@@ -33,6 +33,8 @@ export interface AppDeps {
   services: Services;
   log: Logger;
   graphql: Middleware<AppState>;
+  /** Whether a GraphQL query text's answers are kept (GraphQLEndpoint.knownCacheable). */
+  graphqlCacheable?: (query: string) => boolean;
   /** Answers of directory reads (src/db/read-cache.ts), shared with GraphQL; null: off. */
   readCache?: ReadCache | null;
 }
@@ -44,7 +46,7 @@ export interface App {
 }
 
 /** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
-export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): App {
+export function createApp({ config, db, services, log, graphql, graphqlCacheable, readCache }: AppDeps): App {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   // REST read-cache hits are answered before this chain (src/http/front-cache.ts, `listener`
@@ -129,7 +131,10 @@ export function createApp({ config, db, services, log, graphql, readCache }: App
   // Koa 3: the callback is taken once every middleware is in place.
   const koa = app.callback() as RequestListener;
   const listener = readCache
-    ? answerCachedReadsFirst({ db, answers: readCache, basePath: config.basePath, cors: Boolean(config.corsOrigins), log, outage, metrics }, koa)
+    ? answerCachedReadsFirst(
+        { db, answers: readCache, graphqlCacheable: graphqlCacheable ?? (() => false), basePath: config.basePath, cors: Boolean(config.corsOrigins), log, outage, metrics },
+        koa,
+      )
     : koa;
   return { koa: app, listener };
 }

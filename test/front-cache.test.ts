@@ -26,6 +26,8 @@ const lines: string[] = [];
 /** The requests the stand-in app got: their path, request id, and the caller it authenticated. */
 const seen: { url: string; requestId: string; userId?: number }[] = [];
 const servers: Server[] = [];
+/** The GraphQL query texts the stand-in endpoint would keep answers of (knownCacheable). */
+const cacheable = new Set<string>();
 
 function standInApp(): RequestListener {
   const app = new Koa<AppState>();
@@ -53,7 +55,7 @@ function standInApp(): RequestListener {
 async function frontOn(options: { cors?: boolean; basePath?: string } = {}): Promise<string> {
   const log = createLogger('info', (line) => lines.push(line));
   const front = answerCachedReadsFirst(
-    { db: svc.running.db, answers, basePath: options.basePath ?? '', cors: options.cors ?? false, log, outage: new DatabaseOutage(log), metrics: null },
+    { db: svc.running.db, answers, graphqlCacheable: (query) => cacheable.has(query), basePath: options.basePath ?? '', cors: options.cors ?? false, log, outage: new DatabaseOutage(log), metrics: null },
     standInApp(),
   );
   const server = createServer(front);
@@ -189,6 +191,7 @@ describe('GraphQL POSTs', () => {
     const body = Buffer.from(JSON.stringify({ data: { kept: params.variables ?? null } }));
     const answer: CachedAnswer = { body, type: 'application/json; charset=utf-8', operation: { name: 'Kept', type: 'query' } };
     answers.set(caller, graphqlAnswerKey('POST', headers['Content-Type'], headers.Accept, params), answer, body.length);
+    cacheable.add(params.query as string);
     return body.toString();
   }
 
@@ -237,6 +240,7 @@ describe('GraphQL POSTs', () => {
       }, { ...params, variables: { pad: 'slow' } }],
       ['Content-Encoding: identity', async () => echoed(await raw(base, `${request(text, 'Content-Encoding: identity\r\nConnection: close\r\n')}\r\n${text}`)), params],
       ['text/plain', async () => (await post(params, { 'Content-Type': 'text/plain' })).status, 415],
+      ['a query whose answers are not kept (a mutation, say)', async () => (await (await post({ query: 'mutation { x }' })).json() as { body: unknown }).body, { query: 'mutation { x }' }],
       ['not JSON', async () => (await raw(base, `${request('{"query":', 'Connection: close\r\n')}\r\n{"query":`)).split('\r\n')[0], 'HTTP/1.1 400 Bad Request'],
     ];
     for (const [name, send, expected] of cases) {

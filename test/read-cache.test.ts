@@ -475,6 +475,42 @@ describe('REST hits answered ahead of the app', () => {
     expect(earlyLine).toMatchObject({ route: '/graphql', status: 200, readCache: 'hit', operationName: 'One', operationType: 'query' });
   });
 
+  test('a kept query with variables nested too deep for a key is refused by the app (400), not left unanswered', async () => {
+    const query = 'query Deep($v: [String!]) { roles(pageSize: 1, filter: { name: { in: $v } }) { total } }';
+    expect((await svc.graphql(query, { v: ['a'] })).status).toBe(200); // the text is now known to be kept
+    // 10,000 levels: JSON.parse reads them, JSON.stringify (the cache key) runs out of stack.
+    const deep = `${'['.repeat(10_000)}"x"${']'.repeat(10_000)}`;
+    const reply = await svc.graphql(query, {}, { rawBody: `{"query":${JSON.stringify(query)},"variables":{"v":${deep}}}` });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  // Another session holds the directory version's row: the bearer lookup waits.
+  (process.env.DATABASE_URL ? test : test.skip)('a mutation whose client leaves while its token is looked up still runs, as before', async () => {
+    const name = uniq('left');
+    const body = JSON.stringify({ query: `mutation { createRole(input: { name: "${name}" }) { id } }` });
+    const blocker = new pg.Client({ connectionString: svc.config.databaseUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table directory_version in access exclusive mode');
+      const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.write(
+        `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      socket.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      await blocker.query('commit');
+    } finally {
+      await blocker.end();
+    }
+    for (let i = 0; i < 50 && !(await svc.sql('select 1 from roles where name = ?', [name])).length; i += 1) await new Promise((r) => setTimeout(r, 50));
+    expect(await svc.sql('select name from roles where name = ?', [name])).toEqual([{ name }]);
+  });
+
   // Another session holds the directory version's row: the bearer lookup waits.
   (process.env.DATABASE_URL ? test : test.skip)('a request handed to the app is logged with the time since it arrived, its bearer lookup included', async () => {
     const blocker = new pg.Client({ connectionString: svc.config.databaseUrl });

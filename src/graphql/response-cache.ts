@@ -116,6 +116,11 @@ export class GraphQLResponseCache {
     return graphqlAnswerKey(ctx.method, ctx.get('Content-Type'), ctx.get('Accept'), params);
   }
 
+  /** Whether a query text has been seen and found to read only the directory: false for one not seen yet. */
+  knownCacheable(query: string): boolean {
+    return this.documents.get(query) === true;
+  }
+
   /** Answers the request from the cache; false when there is nothing for its version. */
   serve(ctx: AppContext, caller: Caller, key: string): boolean {
     const answer = this.answers.get<CachedAnswer>(caller, key);

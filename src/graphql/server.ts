@@ -120,6 +120,8 @@ function apolloLogger(log: Logger) {
 
 export interface GraphQLEndpoint {
   middleware: Middleware<AppState>;
+  /** Whether a query text has been seen and found to read only the directory (its answers are kept). */
+  knownCacheable(query: string): boolean;
   stop(): Promise<void>;
 }
 
@@ -276,5 +278,5 @@ export async function createGraphQL(deps: {
       }
     }
   };
-  return { middleware, stop: () => apollo.stop() };
+  return { middleware, knownCacheable: (query) => answers?.knownCacheable(query) ?? false, stop: () => apollo.stop() };
 }

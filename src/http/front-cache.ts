@@ -13,6 +13,8 @@ import { isDirectoryRead, restReadKey, type CachedRead } from './rest-cache.js';
 export interface FrontCacheDeps {
   db: Pick<Database, 'orm' | 'keyring'>;
   answers: ReadCache;
+  /** Whether a GraphQL query text's answers are kept: only such a POST waits for its bearer lookup here. */
+  graphqlCacheable: (query: string) => boolean;
   basePath: string;
   /** CORS is on (CORS_ORIGINS): a request with an Origin goes to the app, the others get `Vary: Origin`. */
   cors: boolean;
@@ -23,6 +25,8 @@ export interface FrontCacheDeps {
 
 /** The largest GraphQL POST body read ahead of the app (cached query texts are at most 16 KiB). */
 const MAX_EARLY_BODY = 32 * 1024;
+/** The longest query text whose answer is kept (graphql/response-cache.ts). */
+const MAX_QUERY_CHARS = 16 * 1024;
 
 /** The media types of a GraphQL POST read ahead of the app: JSON in UTF-8, as the app's body reader reads it. */
 const JSON_TYPE = /^application\/json(?: *; *charset="?utf-8"?)?$/i;
@@ -71,9 +75,15 @@ function readDeclaredBody(req: IncomingMessage, length: number): Promise<Buffer 
  * a GraphQL body read here put back into the request stream for the app to read as it would have.
  * A hit is exact for the same reason as in the app: the lookup read the directory version, after
  * the whole request had arrived (read-cache.ts).
+ *
+ * A GraphQL POST waits here for its bearer lookup only when its query text is one whose answers
+ * are kept; any other (mutations among them) goes to the app as soon as its body is in, before the
+ * client can leave. One that leaves during that lookup finds its body gone from the destroyed
+ * request stream, and the app logs a 400 "cut short" for it, where it would have run the read and
+ * written an answer no one received.
  */
 export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListener): RequestListener {
-  const { db, answers, basePath, cors, log, outage, metrics } = deps;
+  const { db, answers, graphqlCacheable, basePath, cors, log, outage, metrics } = deps;
 
   /** One Host, at most one Authorization (exactly one when `bearer`), and no Origin when CORS is on. */
   const plainHeaders = (req: IncomingMessage, bearer: boolean): boolean => {
@@ -102,7 +112,7 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
   };
 
   /** The declared length of a GraphQL POST whose body may be read here, or 0 (see above). */
-  const graphqlBody = (req: IncomingMessage, url: string): number => {
+  const declaredGraphqlLength = (req: IncomingMessage, url: string): number => {
     if (req.method !== 'POST' || url !== '/graphql') return 0;
     const { headers } = req;
     const declared = headers['content-length'];
@@ -145,7 +155,14 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
     };
     lookup
       .then((caller: Caller) => {
-        const hit = find(caller);
+        let hit: ReturnType<typeof find>;
+        try {
+          hit = find(caller);
+        } catch (err) {
+          // A key that cannot be made (variables nested past JSON.stringify's stack): the app refuses it.
+          log.debug('no early answer', { requestId, error: (err as Error)?.name });
+          hit = undefined;
+        }
         if (!hit) return toApp();
         try {
           answer(res, requestId, hit.headers, hit.body);
@@ -159,10 +176,14 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
         outage.succeeded();
         hit.noted();
       }, toApp) // refused (401) or failed (503): the app answers, awaiting the same lookup
-      .catch((err: Error) => log.error('request failed ahead of the app', { requestId, error: err?.name, message: err?.message, stack: err?.stack }));
+      .catch((err: Error) => {
+        // A bug: logged, and the request is still answered by the app if nothing has gone out.
+        log.error('request failed ahead of the app', { requestId, error: err?.name, message: err?.message, stack: err?.stack });
+        if (!handedOver && !res.headersSent) toApp();
+      });
   };
 
-  return function answerCachedReadFirst(req, res) {
+  return function answerOrHandOver(req, res) {
     const url = req.url ?? '';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
@@ -183,28 +204,35 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
       });
       return;
     }
-    const length = graphqlBody(req, url);
+    const length = declaredGraphqlLength(req, url);
     if (!length) return app(req, res);
     const started = process.hrtime.bigint();
     const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
     void readDeclaredBody(req, length).then((body) => {
       if (!body) {
-        // The client went away before its body was in (the app's body reader: a 400 no one reads).
-        metrics?.answered('POST', '/graphql', 400, started);
-        logAnswered(log, { requestId, method: 'POST', route: '/graphql', path, status: 400, started });
-        return;
+        // The client left before its body was in: the app answers as it would have (the lookup's
+        // 401 or 503 first, else a 400 "cut short"), its body reader finding the stream closed.
+        handOver(req, { requestId, started });
+        return app(req, res);
       }
-      let params: unknown = null;
+      let params: Record<string, unknown> | null = null;
       try {
-        params = JSON.parse(body.toString('utf8'));
+        const parsed: unknown = JSON.parse(body.toString('utf8'));
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) params = parsed as Record<string, unknown>;
       } catch {
         // not JSON: the app says so
+      }
+      const query = params?.query;
+      if (!params || typeof query !== 'string' || query.length > MAX_QUERY_CHARS || !graphqlCacheable(query)) {
+        // Never served from the cache: to the app at once, its body put back.
+        req.unshift(body);
+        handOver(req, { requestId, started });
+        return app(req, res);
       }
       const contentType = req.headers['content-type'] ?? '';
       const accept = req.headers.accept ?? '';
       serveOrHandOver(req, res, started, requestId, () => req.unshift(body), (caller) => {
-        if (typeof params !== 'object' || params === null || Array.isArray(params)) return undefined;
-        const cached = answers.get<CachedAnswer>(caller, graphqlAnswerKey('POST', contentType, accept, params as Record<string, unknown>));
+        const cached = answers.get<CachedAnswer>(caller, graphqlAnswerKey('POST', contentType, accept, params));
         if (!cached) return undefined;
         return {
           headers: [['Content-Type', cached.type]],

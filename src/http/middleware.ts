@@ -26,7 +26,8 @@ export interface EarlyRequest {
   requestId: string;
   /** process.hrtime.bigint() when the request arrived: the log and metrics time it from then. */
   started: bigint;
-  caller: Promise<Caller>;
+  /** Absent when the request was handed over before its token was looked up. */
+  caller?: Promise<Caller>;
 }
 
 const early = new WeakMap<IncomingMessage, EarlyRequest>();
@@ -170,7 +171,8 @@ const bodyReader = (types: ('json' | 'form')[]) =>
         throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
       }
       if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
-      if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
+      // stream.not.readable: the client left after front-cache.ts had read the body (see there).
+      if (err.type === 'request.aborted' || err.type === 'stream.not.readable') throw AppError.badRequest('the request body was cut short');
       throw AppError.badRequest(types.includes('form') ? 'the request body is not valid JSON or form data' : 'the request body is not valid JSON');
     },
   });
