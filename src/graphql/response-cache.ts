@@ -77,7 +77,7 @@ export interface CachedAnswer {
 }
 
 /** Query texts longer than this are not cached (nor remembered): a few directory queries are. */
-const MAX_QUERY_CHARS = 16 * 1024;
+export const MAX_QUERY_CHARS = 16 * 1024;
 
 /**
  * The key of a request's answer: everything the answer depends on but the caller's scopes (which

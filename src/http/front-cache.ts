@@ -6,7 +6,7 @@ import type { ReadCache } from '../db/read-cache.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { DatabaseOutage } from '../observability/outage.js';
 import type { Logger } from '../shared/log.js';
-import { graphqlAnswerKey, type CachedAnswer } from '../graphql/response-cache.js';
+import { graphqlAnswerKey, MAX_QUERY_CHARS, type CachedAnswer } from '../graphql/response-cache.js';
 import { handOver, logAnswered, requestIdFrom } from './middleware.js';
 import { isDirectoryRead, restReadKey, type CachedRead } from './rest-cache.js';
 
@@ -25,8 +25,6 @@ export interface FrontCacheDeps {
 
 /** The largest GraphQL POST body read ahead of the app (cached query texts are at most 16 KiB). */
 const MAX_EARLY_BODY = 32 * 1024;
-/** The longest query text whose answer is kept (graphql/response-cache.ts). */
-const MAX_QUERY_CHARS = 16 * 1024;
 
 /** The media types of a GraphQL POST read ahead of the app: JSON in UTF-8, as the app's body reader reads it. */
 const JSON_TYPE = /^application\/json(?: *; *charset="?utf-8"?)?$/i;
