@@ -12,7 +12,7 @@ import { oauthRoutes } from './oauth/oauth.routes.js';
 import { auditRoutes } from './audit/audit.routes.js';
 import { localExplorer } from './graphql/explorer.js';
 import { createMetrics } from './observability/metrics.js';
-import { GRAPHQL_METHODS } from './graphql/server.js';
+import { GRAPHQL_METHODS, type GraphQLEndpoint } from './graphql/server.js';
 import { errorHandler } from './http/errors.js';
 import { accessLog, answerOptions, type RouteTemplates, jsonBody, requestId, requireCaller, requireOneHost, trimTrailingSlash } from './http/middleware.js';
 import type { ReadCache } from './db/read-cache.js';
@@ -32,26 +32,22 @@ export interface AppDeps {
   db: Database;
   services: Services;
   log: Logger;
-  graphql: Middleware<AppState>;
-  /** Whether a GraphQL query text's answers are kept (GraphQLEndpoint.knownCacheable). */
-  graphqlCacheable?: (query: string) => boolean;
+  /** The /graphql endpoint, and which query texts' answers it keeps (for the early answers). */
+  graphql: Pick<GraphQLEndpoint, 'middleware' | 'knownCacheable'>;
   /** Answers of directory reads (src/db/read-cache.ts), shared with GraphQL; null: off. */
   readCache?: ReadCache | null;
 }
 
-export interface App {
-  koa: Koa<AppState>;
-  /** What the HTTP server calls for each request: the REST read cache's hits first, then Koa. */
-  listener: RequestListener;
-}
-
-/** The Koa application: cross-cutting middleware, health probes, GraphQL, then the REST API. */
-export function createApp({ config, db, services, log, graphql, graphqlCacheable, readCache }: AppDeps): App {
+/**
+ * The Koa application (cross-cutting middleware, health probes, GraphQL, then the REST API), as the
+ * listener the HTTP server calls for each request: read-cache hits answered first, then Koa.
+ */
+export function createApp({ config, db, services, log, graphql, readCache }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
-  // REST read-cache hits are answered before this chain (src/http/front-cache.ts, `listener`
-  // below), for requests that pass its checks unchanged: a check added here, before the read
-  // cache, must be added there too.
+  // Read-cache hits (REST and GraphQL) are answered before this chain (src/http/front-cache.ts, at
+  // the end), for requests that pass its checks unchanged: a check added here, before the read
+  // caches, must be added there too.
   app.use(requestId);
   const metrics = config.metrics ? createMetrics(db) : null;
   if (metrics) app.use(metrics.middleware);
@@ -87,7 +83,7 @@ export function createApp({ config, db, services, log, graphql, graphqlCacheable
 
   // GraphQL reads, authenticates (introspection needs no token) and answers errors on its own.
   const graphQL = new Router<AppState>();
-  graphQL.all('/graphql', graphql);
+  graphQL.all('/graphql', graphql.middleware);
   app.use(graphQL.routes());
 
   // Every API route: authenticate, then read the JSON body, then the route's handler. Router-level
@@ -130,13 +126,11 @@ export function createApp({ config, db, services, log, graphql, graphqlCacheable
   });
   // Koa 3: the callback is taken once every middleware is in place.
   const koa = app.callback() as RequestListener;
-  const listener = readCache
-    ? answerCachedReadsFirst(
-        { db, answers: readCache, graphqlCacheable: graphqlCacheable ?? (() => false), basePath: config.basePath, cors: Boolean(config.corsOrigins), log, outage, metrics },
-        koa,
-      )
-    : koa;
-  return { koa: app, listener };
+  if (!readCache) return koa;
+  return answerCachedReadsFirst(
+    { db, answers: readCache, graphqlCacheable: graphql.knownCacheable, basePath: config.basePath, cors: Boolean(config.corsOrigins), log, outage, metrics },
+    koa,
+  );
 }
 
 /** The template of the route a request matches (`/user/:id`; by path alone for a wrong method), or undefined. */

@@ -46,7 +46,7 @@ export async function startService(
     const services = createServices(db.orm, db.keyring);
     const readCache = createReadCache(config.readCacheMb);
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache });
-    const app = createApp({ config, db, services, log, graphql: graphql.middleware, graphqlCacheable: graphql.knownCacheable, readCache });
+    const listener = createApp({ config, db, services, log, graphql, readCache });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
     // requireHostHeader: false: a request without Host reaches the app, which answers the JSON 400.
@@ -64,7 +64,7 @@ export async function startService(
       unanswered.add(res);
       res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
     });
-    server.on('request', app.listener);
+    server.on('request', listener);
     server.on('clientError', answerClientError);
     server.on('connect', answerConnect);
     server.keepAliveTimeout = 5_000;

@@ -93,8 +93,8 @@ export function graphqlAnswerKey(method: string, contentType: string, accept: st
  * running Apollo again: the same body, type and status. Keyed by everything the answer depends on:
  * the method, what the client sends and accepts (Content-Type, Accept: a type Apollo refuses is
  * never a hit), the caller's scopes (read-cache.ts adds them), and the request's query,
- * operationName, variables and extensions as sent. Only 200 answers without errors are kept: an error carries its request's id,
- * and a FORBIDDEN one depends on the scopes.
+ * operationName, variables and extensions as sent. Only 200 answers without errors are kept: an
+ * error carries its request's id, and a FORBIDDEN one depends on the scopes.
  */
 export class GraphQLResponseCache {
   /** Whether a query text reads only the directory: parsed and walked once per text. */

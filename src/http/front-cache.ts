@@ -23,6 +23,21 @@ export interface FrontCacheDeps {
   metrics: Metrics | null;
 }
 
+/** What a request is known by from its arrival: its id, when it came (hrtime), its path. */
+interface Arrival {
+  requestId: string;
+  started: bigint;
+  path: string;
+}
+
+/** An answer kept for the request, and what its log line and metrics say of it. */
+interface KeptAnswer {
+  headers: readonly [string, string][];
+  body: Buffer;
+  route: string | null;
+  operation?: { name: string | null; type: string };
+}
+
 /** The largest GraphQL POST body read ahead of the app (cached query texts are at most 16 KiB). */
 const MAX_EARLY_BODY = 32 * 1024;
 
@@ -132,16 +147,16 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
 
   /**
    * Looks the request's answer up under the caller its bearer lookup finds (`find`), answers a hit
-   * and notes it in the log and metrics (`noted`), and hands anything else to the app, once.
+   * and notes it in the log and metrics as the app would, and hands anything else to the app, once.
    */
   const serveOrHandOver = (
     req: IncomingMessage,
     res: ServerResponse,
-    started: bigint,
-    requestId: string,
+    arrival: Arrival,
     beforeApp: () => void,
-    find: (caller: Caller) => { headers: readonly [string, string][]; body: Buffer; noted: () => void } | undefined,
+    find: (caller: Caller) => KeptAnswer | undefined,
   ): void => {
+    const { requestId, started, path } = arrival;
     const lookup = authenticate(db, req.headers.authorization || undefined, clientOf(req.headers), requestId);
     let handedOver = false;
     const toApp = () => {
@@ -172,7 +187,9 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
           return;
         }
         outage.succeeded();
-        hit.noted();
+        const method = req.method ?? 'GET';
+        metrics?.answered(method, hit.route ?? 'unmatched', 200, started, 'hit', hit.operation);
+        logAnswered(log, { requestId, method, route: hit.route, path, status: 200, started, operation: hit.operation, readCache: 'hit' });
       }, toApp) // refused (401) or failed (503): the app answers, awaiting the same lookup
       .catch((err: Error) => {
         // A bug: logged, and the request is still answered by the app if nothing has gone out.
@@ -185,32 +202,19 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
     const url = req.url ?? '';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
-    if (restRead(req, path)) {
-      const started = process.hrtime.bigint();
-      const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
-      serveOrHandOver(req, res, started, requestId, () => {}, (caller) => {
-        const cached = answers.get<CachedRead>(caller, restReadKey(url));
-        if (!cached) return undefined;
-        return {
-          headers: cached.headers,
-          body: cached.body,
-          noted: () => {
-            metrics?.answered('GET', cached.route ?? 'unmatched', 200, started, 'hit');
-            logAnswered(log, { requestId, method: 'GET', route: cached.route, path, status: 200, started, readCache: 'hit' });
-          },
-        };
-      });
+    const rest = restRead(req, path);
+    const length = rest ? 0 : declaredGraphqlLength(req, url);
+    if (!rest && !length) return app(req, res);
+    const arrival: Arrival = { requestId: requestIdFrom(req.headers['x-request-id'] as string | undefined), started: process.hrtime.bigint(), path };
+    if (rest) {
+      serveOrHandOver(req, res, arrival, () => {}, (caller) => answers.get<CachedRead>(caller, restReadKey(url)));
       return;
     }
-    const length = declaredGraphqlLength(req, url);
-    if (!length) return app(req, res);
-    const started = process.hrtime.bigint();
-    const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
     void readDeclaredBody(req, length).then((body) => {
       if (!body) {
         // The client left before its body was in: the app answers as it would have (the lookup's
         // 401 or 503 first, else a 400 "cut short"), its body reader finding the stream closed.
-        handOver(req, { requestId, started });
+        handOver(req, arrival);
         return app(req, res);
       }
       let params: Record<string, unknown> | null = null;
@@ -224,22 +228,14 @@ export function answerCachedReadsFirst(deps: FrontCacheDeps, app: RequestListene
       if (!params || typeof query !== 'string' || query.length > MAX_QUERY_CHARS || !graphqlCacheable(query)) {
         // Never served from the cache: to the app at once, its body put back.
         req.unshift(body);
-        handOver(req, { requestId, started });
+        handOver(req, arrival);
         return app(req, res);
       }
       const contentType = req.headers['content-type'] ?? '';
       const accept = req.headers.accept ?? '';
-      serveOrHandOver(req, res, started, requestId, () => req.unshift(body), (caller) => {
+      serveOrHandOver(req, res, arrival, () => req.unshift(body), (caller) => {
         const cached = answers.get<CachedAnswer>(caller, graphqlAnswerKey('POST', contentType, accept, params));
-        if (!cached) return undefined;
-        return {
-          headers: [['Content-Type', cached.type]],
-          body: cached.body,
-          noted: () => {
-            metrics?.answered('POST', '/graphql', 200, started, 'hit', cached.operation);
-            logAnswered(log, { requestId, method: 'POST', route: '/graphql', path, status: 200, started, operation: cached.operation, readCache: 'hit' });
-          },
-        };
+        return cached && { headers: [['Content-Type', cached.type]], body: cached.body, route: '/graphql', operation: cached.operation };
       });
     });
   };

@@ -28,8 +28,9 @@ export interface CachedRead {
  * Clean answers (200) of directory GETs, served again while the directory version the request's
  * bearer lookup read is unchanged (src/db/read-cache.ts says why that is exact). Keyed by the
  * caller's scopes (read-cache.ts adds them) and the request URL as sent (the Link header is built
- * from it). Runs after authentication and the body reader: a revoked or expired token is refused as before, and a body
- * the API refuses (415, 413, 400) is refused, cached answer or not.
+ * from it). Runs after authentication and the body reader: a revoked or expired token is refused
+ * as before, and a body the API refuses (415, 413, 400) is refused, cached answer or not. Hits are
+ * mostly answered before the app (front-cache.ts); this serves the others (with an Origin, say).
  */
 export function restReadCache(answers: ReadCache, basePath: string): Middleware<AppState> {
   return async function cachedDirectoryRead(ctx, next) {
