@@ -11,6 +11,11 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize: number;
+  /**
+   * DATABASE_POOLER: `transaction` when DATABASE_URL points at a pooler in transaction mode
+   * (PgBouncer): no named statements and no session settings. Else `session` (the default).
+   */
+  pooler: 'session' | 'transaction';
   /** How long a statement may wait for a row or table lock (0: no limit) before it fails as a 409. */
   lockTimeoutMs: number;
   /** How long a statement may run (0: no limit) before PostgreSQL cancels it, answered as a 503. */
@@ -28,9 +33,7 @@ export interface Config {
   corsOrigins: readonly string[] | '*' | null;
   /** GET /metrics in Prometheus format (METRICS, on unless false). */
   metrics: boolean;
-  /** Whether the entry point restarts with the service's Node flags (NODE_TUNING, on unless false; src/node-flags.ts). */
-  nodeTuning: boolean;
-  /** READ_CACHE_MB: memory for answers of directory reads, served while nothing changed (0: off). */
+  /** READ_CACHE_MB: memory for answers of cacheable reads, served while nothing was written (0: off). */
   readCacheMb: number;
   /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
   tokenKey: Buffer | undefined;
@@ -107,6 +110,13 @@ function corsOrigins(raw: string | undefined): Config['corsOrigins'] {
   return origins;
 }
 
+function pooler(raw: string | undefined): Config['pooler'] {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '' || value === 'session') return 'session';
+  if (value === 'transaction') return 'transaction';
+  throw new ConfigError(`DATABASE_POOLER must be session or transaction, got "${raw}"`);
+}
+
 function basePath(raw: string | undefined): string {
   const trimmed = (raw ?? '').trim().replace(/\/+$/, '');
   if (trimmed === '') return '';
@@ -136,11 +146,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
-    nodeTuning: flag(env, 'NODE_TUNING', true), // read by main.ts before the rest (node-flags.ts); checked here with it
     readCacheMb: integer(env, 'READ_CACHE_MB', 32, 0, 4096),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
+    pooler: pooler(env.DATABASE_POOLER),
     lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 0, 600_000),
     statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     bootstrapToken,

@@ -1,15 +1,16 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createReadCache } from './db/read-cache.js';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';
-import { answerClientError, answerConnect, MAX_HEADER_BYTES } from './http/errors.js';
 import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
-import type { QueryListener } from '../mikro-orm.config.js';
 import { openDatabase, type Database } from './db/database.js';
+import type { StatementListener } from './db/sql.js';
 import { createGraphQL } from './graphql/server.js';
+import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
+import { createLogger, type Logger } from './observability/log.js';
+import { createMetrics } from './observability/metrics.js';
+import { createReadCache } from './read-cache/store.js';
 import { createServices } from './services.js';
-import { createLogger, type Logger } from './shared/log.js';
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -27,30 +28,69 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** Methods whose requests change nothing (RFC 9110 §9.2.1): pipelined ones may run side by side. */
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The requests of one connection, in the order they came. HTTP/1.1 lets a client send requests
+ * before the answers to earlier ones (pipelining), and Node hands them all over at once; RFC 9112
+ * §9.3.2 allows processing them in parallel only when they are safe. So a request waits for every
+ * earlier request of its connection to be answered when it or one of those is unsafe (a GET sent
+ * after a PATCH reads what the PATCH wrote); safe ones after safe ones run at once.
+ */
+class Connection {
+  /** Answers still being made, and whether an unsafe request is among them. */
+  private pending: Promise<void>[] = [];
+  private unsafe = 0;
+
+  admit(req: IncomingMessage, res: ServerResponse, run: () => void): void {
+    const safe = SAFE.has(req.method ?? '');
+    const before = safe && this.unsafe === 0 ? [] : this.pending;
+    let done!: () => void;
+    const answered = new Promise<void>((resolve) => (done = resolve));
+    this.pending = [...this.pending, answered];
+    if (!safe) this.unsafe += 1;
+    res.once('close', () => {
+      this.pending = this.pending.filter((p) => p !== answered);
+      if (!safe) this.unsafe -= 1;
+      done();
+    });
+    if (before.length === 0) run();
+    else void Promise.all(before).then(run);
+  }
+
+  /** Resolves when every answer under way on the connection is out. */
+  idle(): Promise<void> {
+    return Promise.all(this.pending).then(() => undefined);
+  }
+}
+
 /**
  * Opens the database, runs the migrations, makes sure a first token exists, and serves HTTP.
  * `stop()` is the graceful stop: no new connections, idle ones closed, in-flight requests get
  * `shutdownTimeoutMs` to finish (each answer closing its connection), then the pool (and the
  * embedded database) close.
  */
-export async function startService(
-  config: Config,
-  log: Logger = createLogger(config.logLevel),
-  options: { onQuery?: QueryListener } = {},
-): Promise<RunningService> {
-  const db = await openDatabase(config, { onQuery: options.onQuery });
+export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: { onStatement?: StatementListener } = {}): Promise<RunningService> {
+  const db = await openDatabase(config, { onStatement: options.onStatement });
   let server: Server | undefined;
   try {
     const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
     if (ran.length) log.info('migrations applied', { migrations: ran });
-    const services = createServices(db.orm, db.keyring);
+    const services = createServices(db.keyring);
     const readCache = createReadCache(config.readCacheMb);
+    const metrics = config.metrics ? createMetrics(db) : null;
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache });
-    const listener = createApp({ config, db, services, log, graphql, readCache });
+    const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
-    // `in`) in the query string. Koa 3: the callback is attached once every middleware is in place.
-    // requireHostHeader: false: a request without Host reaches the app, which answers the JSON 400.
+    // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
+    // which answers the JSON 400.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
+    // A client may half-close its side of the connection once its request is sent (a FIN): its
+    // answers are still written, then the connection ends. Node's HTTP server ends a connection as
+    // soon as it reads the FIN unless this server field is on; it has no option of the constructor
+    // for it (the field is Node's own, public though not in its documentation; a test guards it).
+    (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     // Once stopping, every answer closes its connection (those being prepared included): a
     // keep-alive client cannot hold the process open by sending more requests, and the stop ends
     // when the last answer is out rather than when idle connections time out.
@@ -59,14 +99,34 @@ export async function startService(
     const closeAfterAnswer = (res: ServerResponse) => {
       res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
     };
-    server.on('request', (_req, res) => {
-      if (stopped) return closeAfterAnswer(res);
-      unanswered.add(res);
-      res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
+    const connections = new WeakMap<Socket, Connection>();
+    const connectionOf = (socket: Socket) => {
+      let connection = connections.get(socket);
+      if (!connection) connections.set(socket, (connection = new Connection()));
+      return connection;
+    };
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (stopped) closeAfterAnswer(res);
+      else {
+        unanswered.add(res);
+        res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
+      }
+      connectionOf(req.socket).admit(req, res, () => void listener(req, res));
     });
-    server.on('request', listener);
-    server.on('clientError', answerClientError);
-    server.on('connect', answerConnect);
+    // A request Node's parser refuses (a header with control characters, headers over 64 KiB, bytes
+    // past a request's Content-Length that are no request) still gets the JSON error body, after
+    // the answers to the requests before it on the connection: the connection then closes (the
+    // parser cannot know where a next request would start).
+    server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+      if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      const connection = connections.get(socket);
+      void (connection ? connection.idle() : Promise.resolve()).then(() => answerOnSocket(socket, clientErrorAnswer(err)));
+    });
+    // CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa: this service is no proxy.
+    server.on('connect', (req: IncomingMessage, socket: Socket) => {
+      const given = req.headers['x-request-id'];
+      answerOnSocket(socket, CONNECT_REFUSED, typeof given === 'string' ? given : undefined);
+    });
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
@@ -78,7 +138,7 @@ export async function startService(
     log.info('listening', { url, database: db.kind });
     // Only once the service listens: a start that fails before (the port taken, say) creates no
     // token, so the next start still makes and prints the first one.
-    const firstToken = await ensureFirstToken(db.orm, services, config.bootstrapToken);
+    const firstToken = await ensureFirstToken(db.sql, services, config.bootstrapToken);
     const listening = server;
     return {
       url,

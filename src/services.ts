@@ -1,21 +1,21 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { applicationService } from './applications/application.service.js';
+import { applications } from './applications/application.resource.js';
 import { auditService } from './audit/audit.service.js';
 import { linkService } from './links/link.service.js';
-import { roleService } from './roles/role.service.js';
+import { namedService } from './resource/named.js';
+import { roles } from './roles/role.resource.js';
 import type { Keyring } from './tokens/secrets.js';
 import { tokenService } from './tokens/token.service.js';
 import { userService } from './users/user.service.js';
 
-/** The service layer: one function per operation, shared by the REST routes and GraphQL. */
-export function createServices(orm: MikroORM, keyring: Keyring) {
+/** The service layer: one function per operation, shared by the REST routes, GraphQL and the command-line tools. */
+export function createServices(keyring: Keyring) {
   return {
-    users: userService(orm),
-    tokens: tokenService(orm, keyring),
-    applications: applicationService(orm),
-    roles: roleService(orm),
-    links: linkService(orm),
-    audit: auditService(orm),
+    users: userService(),
+    tokens: tokenService(keyring),
+    applications: namedService(applications),
+    roles: namedService(roles),
+    links: linkService(),
+    audit: auditService(),
   };
 }
 

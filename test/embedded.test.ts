@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { tokenCommand } from '../src/cli/token.js';
 import { loadConfig } from '../src/config.js';
 import { startService, type RunningService } from '../src/server.js';
-import { createLogger } from '../src/shared/log.js';
+import { createLogger } from '../src/observability/log.js';
 
 /**
  * The quick start's promise, whatever DATABASE_URL says: with no database configured the service

@@ -1,6 +1,6 @@
 import { parseFilterExpression } from '../src/list/expression.js';
 import { compileQuery, LIST_LIMITS, type ListFields } from '../src/list/list.js';
-import { AppError } from '../src/shared/errors.js';
+import { AppError } from '../src/errors.js';
 
 /**
  * SPEC §5: the legacy expression form of a filter, translated into the JSON form. Pure unit tests:

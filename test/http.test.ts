@@ -4,7 +4,7 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/server.js';
-import { createLogger } from '../src/shared/log.js';
+import { createLogger } from '../src/observability/log.js';
 import { startTestService, type RequestOptions, type Reply, type TestService } from './support/service.js';
 
 /**

@@ -1,6 +1,6 @@
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,50 +124,20 @@ test('npm run token -- --help prints the usage and exits 0', () => {
 /** The command line of a running process, as its arguments. */
 const commandLineOf = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
-test.each([
-  ['by default', {}, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame']],
-  ['not with NODE_TUNING=false', { NODE_TUNING: 'false' }, []],
-] as const)('the service restarts itself in place with its Node flags %s (src/node-flags.ts)', async (_label, env, flags) => {
+test('npm start runs the service in its own process with the Node flags it runs best with, given on its command line', async () => {
   const port = await freePort();
-  const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir(), ...env });
+  const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir() });
   await waitFor(() => started.stdout().includes('listening on'), 120_000);
   try {
     const [service, ...others] = childrenOf(started.child.pid!);
-    expect(others).toEqual([]); // the same process, not a child of it
+    expect(others).toEqual([]); // npm execs node: one process, no child of it
     expect(childrenOf(service)).toEqual([]);
     const args = commandLineOf(service);
-    expect(args.filter((arg) => /^--(max-semi-space-size|heap-growing-percent|experimental-async-context-frame)/.test(arg))).toEqual(flags);
-    expect(args.at(-1)).toBe(flags.length ? join(root, 'dist', 'src', 'main.js') : 'scripts/start.mjs');
+    expect(args.filter((arg) => /^--(max-semi-space-size|heap-growing-percent)/.test(arg))).toEqual(['--max-semi-space-size=8', '--heap-growing-percent=30']);
+    expect(args.at(-1)).toBe('scripts/start.mjs');
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
   } finally {
     started.child.kill('SIGTERM');
   }
   expect(await started.exited).toBe(0);
 }, 180_000);
-
-test('the restart keeps the PID and is skipped for a process with an IPC channel (fork, cluster, PM2), which a new image would lose', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'uts-flags-'));
-  dirs.push(dir);
-  const probe = join(dir, 'probe.mjs');
-  await writeFile(
-    probe,
-    `import { restartWithNodeFlags } from ${JSON.stringify(join(root, 'dist', 'src', 'node-flags.js'))};
-restartWithNodeFlags(import.meta.url);
-const seen = JSON.stringify({ pid: process.pid, execArgv: process.execArgv, channel: Boolean(process.channel) });
-if (process.send) process.send(seen, () => process.disconnect()); else process.stdout.write(seen);
-`,
-  );
-  const env = { ...process.env, NODE_OPTIONS: '', NODE_TUNING: '' };
-  const plain = spawn(process.execPath, [probe], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const plainExit = new Promise((resolve) => plain.once('exit', resolve));
-  let out = '';
-  plain.stdout!.on('data', (chunk) => (out += chunk));
-  expect(await plainExit).toBe(0);
-  expect(JSON.parse(out)).toEqual({ pid: plain.pid, execArgv: ['--max-semi-space-size=8', '--heap-growing-percent=30', '--experimental-async-context-frame'], channel: false });
-
-  const forked = fork(probe, [], { env, execArgv: [] });
-  const forkedExit = new Promise((resolve) => forked.once('exit', resolve));
-  const message = await new Promise<string>((resolve) => forked.once('message', (m) => resolve(m as string)));
-  expect(JSON.parse(message)).toEqual({ pid: forked.pid, execArgv: [], channel: true });
-  expect(await forkedExit).toBe(0);
-}, 60_000);

@@ -3,14 +3,13 @@ import { connect } from 'node:net';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/server.js';
-import { createLogger } from '../src/shared/log.js';
+import { createLogger } from '../src/observability/log.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * The read cache (src/db/read-cache.ts, src/graphql/response-cache.ts): a clean answer to a
- * directory query is served again while the directory version read with the bearer token is
- * unchanged — one statement (the bearer lookup) instead of the query's — and never after a write,
- * whoever made it.
+ * The read cache (src/read-cache/): a clean answer to a directory query is served again while the
+ * database snapshot read with the bearer token is unchanged — one statement (the bearer lookup)
+ * instead of the query's — and never after a write, whoever made it.
  */
 
 let svc: TestService;
@@ -30,6 +29,18 @@ async function counted<T>(work: () => Promise<T>): Promise<{ statements: string[
   return { statements: [...svc.queries], reply };
 }
 
+/**
+ * A call expected to be answered from the cache: the bearer lookup alone. Any transaction that
+ * writes anywhere on the PostgreSQL server moves the snapshot the cache keys by (autovacuum
+ * analysing a table of another test's database does), so a miss is tried again, twice at most.
+ */
+async function cached<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await counted(work);
+    if (result.statements.length === 1 || attempt === 3) return result;
+  }
+}
+
 const PAGE = `query($name: String!) { users(filter: { lastName: { eq: $name } }) { total data { id firstName applications { data { right application { id name } } } roles { data { id name } } } } }`;
 
 describe('directory queries', () => {
@@ -47,7 +58,7 @@ describe('directory queries', () => {
     const first = await counted(() => page());
     expect(first.reply.status).toBe(200);
     expect(first.statements.length).toBeGreaterThan(1);
-    const again = await counted(() => page());
+    const again = await cached(() => page());
     expect(again.statements).toHaveLength(1);
     expect(again.statements[0]).toMatch(/from tokens t join users u/);
     expect(again.reply.status).toBe(200);
@@ -92,7 +103,7 @@ describe('directory queries', () => {
     await page();
     const refused = await svc.request('PATCH', `/user/${userID}`, { body: { status: 'not a number' } });
     expect(refused.status).toBe(400);
-    const again = await counted(() => page());
+    const again = await cached(() => page());
     expect(again.statements).toHaveLength(1);
   });
 
@@ -145,7 +156,7 @@ describe('directory queries', () => {
     await svc.graphql(mutation, { status: 3 });
     const again = await counted(() => svc.graphql(mutation, { status: 4 }));
     expect(again.reply.body.data.patchUser.status).toBe(4);
-    expect(again.statements.some((q) => /^update/i.test(q))).toBe(true);
+    expect(again.statements.some((q) => /update users/i.test(q))).toBe(true);
   });
 
   test('GET queries are cached too, apart from POST ones', async () => {
@@ -153,7 +164,7 @@ describe('directory queries', () => {
     const get = () => svc.request('GET', `/graphql?query=${encodeURIComponent(query)}`);
     const first = await get();
     expect(first.status).toBe(200);
-    const again = await counted(get);
+    const again = await cached(get);
     expect(again.statements).toHaveLength(1);
     expect(again.reply.text).toBe(first.text);
   });
@@ -172,7 +183,7 @@ describe('REST directory reads', () => {
     for (const path of [list, `/user/${userID}`, `/user/${userID}/application/`, '/application/?pageSize=2', '/role/']) {
       const first = await svc.request('GET', path);
       expect({ path, status: first.status }).toEqual({ path, status: 200 });
-      const again = await counted(() => svc.request('GET', path));
+      const again = await cached(() => svc.request('GET', path));
       expect({ path, statements: again.statements.length }).toEqual({ path, statements: 1 });
       expect(again.reply.text).toBe(first.text);
       for (const header of ['content-type', 'x-total-count', 'link']) expect(again.reply.headers.get(header)).toBe(first.headers.get(header));
@@ -205,21 +216,21 @@ describe('REST directory reads', () => {
   });
 });
 
-describe('the directory version', () => {
-  const version = async () => (await svc.sql<{ version: string }>('select version::text from directory_version'))[0].version;
+describe('the snapshot answers are kept under', () => {
+  const snapshot = async () => (await svc.sql<{ s: string }>('select pg_current_snapshot()::text as s'))[0].s;
 
-  test('moves once per writing transaction, to a new random number; reads leave it alone', async () => {
-    const before = await version();
-    await svc.request('GET', '/user/?pageSize=1');
-    expect(await version()).toBe(before);
-    // One transaction writing many rows: one move.
-    const name = uniq('bulk');
-    await svc.sql(`insert into users (first_name, last_name) select 'B', ? from generate_series(1, 50)`, [name]);
-    const after = await version();
-    expect(after).not.toBe(before);
-    expect(BigInt(after) - BigInt(before)).not.toBe(1n);
-    await svc.sql(`update users set status = 2 where last_name = ?`, [name]);
-    expect(await version()).not.toBe(after);
+  test('reads leave it alone; a transaction that writes moves it, even one writing by hand', async () => {
+    // Another transaction on the server may move it in between (autovacuum): compared as a pair, twice at most.
+    let stable = false;
+    for (let attempt = 0; attempt < 3 && !stable; attempt++) {
+      const before = await snapshot();
+      await svc.request('GET', '/user/?pageSize=1');
+      stable = (await snapshot()) === before;
+    }
+    expect(stable).toBe(true);
+    const before = await snapshot();
+    await svc.sql(`insert into users (first_name, last_name) select 'B', ? from generate_series(1, 50)`, [uniq('bulk')]);
+    expect(await snapshot()).not.toBe(before);
   });
 
   test('a write made with triggers in replica mode (logical replication, restore tools) is seen too', async () => {
@@ -370,7 +381,7 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
  * same refusals, as the app gives; a request it does not answer reaches the app with its bearer
  * lookup done, so nothing is sent twice.
  */
-describe('REST hits answered ahead of the app', () => {
+describe('cache hits and the answers they stand for', () => {
   const headersOf = (reply: { headers: Headers }) =>
     Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'));
 
@@ -380,7 +391,7 @@ describe('REST hits answered ahead of the app', () => {
     for (const path of [list, '/role/?pageSize=1', `/user/${id}`]) {
       const first = await svc.request('GET', path);
       expect({ path, status: first.status }).toEqual({ path, status: 200 });
-      const again = await counted(() => svc.request('GET', path, { headers: { 'X-Request-Id': 'given-id-1' } }));
+      const again = await cached(() => svc.request('GET', path, { headers: { 'X-Request-Id': 'given-id-1' } }));
       expect({ path, statements: again.statements.length }).toEqual({ path, statements: 1 });
       expect(again.reply.status).toBe(200);
       expect(headersOf(again.reply)).toEqual(headersOf(first));
@@ -397,7 +408,7 @@ describe('REST hits answered ahead of the app', () => {
     expect(miss.reply.status).toBe(200);
     expect(miss.statements).toHaveLength(2);
     expect(miss.statements[0]).toMatch(/from tokens t join users u/);
-    const refused = await counted(() => svc.request('GET', `/user/${id}`, { token: 'no-such-token' }));
+    const refused = await cached(() => svc.request('GET', `/user/${id}`, { token: 'no-such-token' }));
     expect(refused.reply.status).toBe(401);
     expect(refused.reply.body).toMatchObject({ code: 401, message: 'the access token is unknown, expired or revoked' });
     expect(refused.reply.body.requestId).toBe(refused.reply.headers.get('x-request-id'));
@@ -485,7 +496,7 @@ describe('REST hits answered ahead of the app', () => {
     expect(reply.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 
-  // Another session holds the directory version's row: the bearer lookup waits.
+  // Another session holds the tokens table: the bearer lookup waits.
   (process.env.DATABASE_URL ? test : test.skip)('a mutation whose client leaves while its token is looked up still runs, as before', async () => {
     const name = uniq('left');
     const body = JSON.stringify({ query: `mutation { createRole(input: { name: "${name}" }) { id } }` });
@@ -493,7 +504,7 @@ describe('REST hits answered ahead of the app', () => {
     await blocker.connect();
     try {
       await blocker.query('begin');
-      await blocker.query('lock table directory_version in access exclusive mode');
+      await blocker.query('lock table tokens in access exclusive mode');
       const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
       socket.write(
@@ -511,14 +522,14 @@ describe('REST hits answered ahead of the app', () => {
     expect(await svc.sql('select name from roles where name = ?', [name])).toEqual([{ name }]);
   });
 
-  // Another session holds the directory version's row: the bearer lookup waits.
-  (process.env.DATABASE_URL ? test : test.skip)('a request handed to the app is logged with the time since it arrived, its bearer lookup included', async () => {
+  // Another session holds the tokens table: the bearer lookup waits.
+  (process.env.DATABASE_URL ? test : test.skip)('a request is logged with the time since it arrived, its bearer lookup included', async () => {
     const blocker = new pg.Client({ connectionString: svc.config.databaseUrl });
     await blocker.connect();
     try {
       await blocker.query('begin');
-      await blocker.query('lock table directory_version in access exclusive mode');
-      const reply = svc.request('GET', `/role/?page=${Date.now()}`); // not cached: handed to the app
+      await blocker.query('lock table tokens in access exclusive mode');
+      const reply = svc.request('GET', `/role/?page=${Date.now()}`); // not cached yet
       await new Promise((r) => setTimeout(r, 300));
       await blocker.query('commit');
       const { status, headers } = await reply;
@@ -538,13 +549,20 @@ describe('REST hits answered ahead of the app', () => {
       const first = await other.request('GET', path);
       expect(first.status).toBe(200);
       expect(first.headers.get('vary')).toBe('Origin');
-      other.queries.length = 0;
-      const again = await other.request('GET', path);
+      // A hit is the bearer lookup alone; a snapshot moved by another transaction on the server
+      // (autovacuum on a new database) is a miss, so each is tried up to three times.
+      const hit = async (send: () => ReturnType<TestService['request']>) => {
+        for (let attempt = 1; ; attempt++) {
+          other.queries.length = 0;
+          const reply = await send();
+          if (other.queries.length === 1 || attempt === 3) return reply;
+        }
+      };
+      const again = await hit(() => other.request('GET', path));
       expect(other.queries).toHaveLength(1);
       expect(headersOf(again)).toEqual(headersOf(first));
       expect(again.text).toBe(first.text);
-      other.queries.length = 0;
-      const fromApp = await other.request('GET', path, { headers: { Origin: 'https://app.example' } });
+      const fromApp = await hit(() => other.request('GET', path, { headers: { Origin: 'https://app.example' } }));
       expect(other.queries).toHaveLength(1);
       expect(fromApp.headers.get('access-control-allow-origin')).toBe('https://app.example');
       expect(fromApp.text).toBe(first.text);

@@ -9,7 +9,7 @@ import { rotateKeyCommand } from '../src/cli/rotate-key.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { startService, type RunningService } from '../src/server.js';
-import { createLogger } from '../src/shared/log.js';
+import { createLogger } from '../src/observability/log.js';
 import { newTestDatabase, startTestService, type TestDatabase, type TestService } from './support/service.js';
 
 /**

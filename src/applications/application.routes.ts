@@ -1,7 +1,7 @@
-import type Router from '@koa/router';
-import type { AppState } from '../http/context.js';
-import { crudRoutes } from '../http/crud-routes.js';
-import type { ApplicationService } from './application.service.js';
+import type { Sql } from '../db/sql.js';
+import { recordRoutes } from '../http/record-routes.js';
+import type { RouteSpec } from '../http/routes.js';
+import type { NamedService } from '../resource/named.js';
 
-export const applicationRoutes = (applications: ApplicationService, basePath: string): Router<AppState> =>
-  crudRoutes({ path: '/application', basePath, service: applications });
+export const applicationRoutes = (applications: NamedService, sql: Sql, basePath: string): RouteSpec[] =>
+  recordRoutes({ path: '/application', basePath, service: applications, sql, cacheable: true });

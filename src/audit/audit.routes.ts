@@ -1,13 +1,15 @@
-import Router from '@koa/router';
-import type { AppState } from '../http/context.js';
-import { listQuery, sendList } from '../http/respond.js';
+import type { Sql } from '../db/sql.js';
+import { listQuery, sendList } from '../http/presenter.js';
+import type { RouteSpec } from '../http/routes.js';
+import { compileList } from '../list/list.js';
 import type { AuditService } from './audit.service.js';
 
 /** GET /audit/: the audit log, with the list language (permission audit:read). */
-export function auditRoutes(audit: AuditService): Router<AppState> {
-  const router = new Router<AppState>();
-  router.get('/audit', async (ctx) => {
-    sendList(ctx, await audit.list(ctx.state.caller, listQuery(ctx)));
-  });
-  return router;
-}
+export const auditRoutes = (audit: AuditService, sql: Sql): RouteSpec[] => [
+  {
+    method: 'GET',
+    path: '/audit',
+    permission: 'audit:read',
+    handle: async (ctx, caller) => sendList(ctx, await audit.list(caller, sql, compileList(listQuery(ctx), audit.listFields))),
+  },
+];

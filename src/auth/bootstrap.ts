@@ -1,21 +1,31 @@
 import { randomBytes } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Services } from '../services.js';
-import { Token } from '../tokens/token.entity.js';
-import { User } from '../users/user.entity.js';
 import type { Caller } from './caller.js';
+import type { Sql } from '../db/sql.js';
+import type { Services } from '../services.js';
 
 /** The identity of the service's own start-up and command-line tasks: every permission. */
 export const SYSTEM_CALLER: Caller = { tokenId: 0, userId: 0, scopes: new Set(['*']), client: 'user-token-service' };
 
 export const newAccessToken = () => randomBytes(32).toString('base64url');
 
-const BOOTSTRAP_USER = { firstName: 'Bootstrap', lastName: 'Administrator', outKey: 'bootstrap' };
+const BOOTSTRAP_USER = { ref: 0, outKey: 'bootstrap', firstName: 'Bootstrap', lastName: 'Administrator', avatarUrl: null, photoUrl: null, status: 0 };
 
-async function bootstrapUserId(orm: MikroORM, services: Services): Promise<number> {
-  const existing = await orm.em.fork().findOne(User, { outKey: BOOTSTRAP_USER.outKey, deletedAt: null }, { fields: ['id'] });
-  return existing?.id ?? (await services.users.create(SYSTEM_CALLER, BOOTSTRAP_USER)).id;
+async function bootstrapUserId(sql: Sql, services: Services): Promise<number> {
+  const [existing] = await sql.rows<{ id: number }>("select id from users where out_key = 'bootstrap' and deleted_at is null order by id limit 1");
+  return existing?.id ?? (await services.users.create(SYSTEM_CALLER, sql, BOOTSTRAP_USER)).id;
 }
+
+/** A token's values as a create writes them: every writable field, defaults filled in. */
+const tokenValues = (userID: number, accessToken: string) => ({
+  userID,
+  accessToken,
+  refreshToken: '',
+  scope: '*',
+  code: '',
+  codeChallenge: null,
+  tokenType: '',
+  expireAt: null,
+});
 
 /**
  * Makes sure the service can be used at all (SPEC §1):
@@ -24,21 +34,26 @@ async function bootstrapUserId(orm: MikroORM, services: Services): Promise<numbe
  *   that the caller can print it once.
  * Returns the newly created access token, if one was created without BOOTSTRAP_TOKEN.
  */
-export async function ensureFirstToken(orm: MikroORM, services: Services, bootstrapToken: string | undefined): Promise<string | null> {
-  const em = orm.em.fork();
+export async function ensureFirstToken(sql: Sql, services: Services, bootstrapToken: string | undefined): Promise<string | null> {
   if (bootstrapToken) {
-    const token = await em.findOne(Token, { accessTokenHmac: { $in: services.tokens.accessTokenHashes(bootstrapToken) }, deletedAt: null }, { populate: ['user'] as never });
-    const owner = token ? await em.count(User, { id: token.user, deletedAt: null }) : 0;
-    if (!token || owner === 0) {
-      if (token) await services.tokens.destroy(SYSTEM_CALLER, token.id);
-      await services.tokens.create(SYSTEM_CALLER, { userID: await bootstrapUserId(orm, services), accessToken: bootstrapToken, scope: '*' });
-    } else if (token.scope !== '*' || token.expireAt !== null) {
-      await services.tokens.patch(SYSTEM_CALLER, token.id, { scope: '*', expireAt: null });
+    const hashes = services.tokens.accessTokenHashes(bootstrapToken);
+    const [token] = await sql.rows<{ id: number; scope: string; expire_at: string | null; owner_live: boolean }>(
+      `select t.id, t.scope, t.expire_at, u.deleted_at is null as owner_live
+         from tokens t join users u on u.id = t.user_id
+        where t.access_token_hmac in (${hashes.map(() => '?').join(', ')}) and t.deleted_at is null`,
+      hashes,
+    );
+    if (!token || !token.owner_live) {
+      if (token) await services.tokens.destroy(SYSTEM_CALLER, sql, token.id);
+      await services.tokens.create(SYSTEM_CALLER, sql, tokenValues(await bootstrapUserId(sql, services), bootstrapToken));
+    } else if (token.scope !== '*' || token.expire_at !== null) {
+      await services.tokens.patch(SYSTEM_CALLER, sql, token.id, { scope: '*', expireAt: null });
     }
     return null;
   }
-  if ((await em.count(Token, {})) > 0) return null;
+  const [{ any }] = await sql.rows<{ any: boolean }>('select exists (select 1 from tokens) as any');
+  if (any) return null;
   const accessToken = newAccessToken();
-  await services.tokens.create(SYSTEM_CALLER, { userID: await bootstrapUserId(orm, services), accessToken, scope: '*' });
+  await services.tokens.create(SYSTEM_CALLER, sql, tokenValues(await bootstrapUserId(sql, services), accessToken));
   return accessToken;
 }

@@ -1,4 +1,4 @@
-import { AppError } from '../shared/errors.js';
+import { AppError } from '../errors.js';
 
 export type Resource = 'user' | 'token' | 'application' | 'role';
 export type Permission = `${Resource}:${'read' | 'write'}` | 'audit:read';
@@ -13,10 +13,10 @@ export interface Caller {
   /** The request's X-Request-Id, recorded with every audit event the call appends. */
   requestId?: string;
   /**
-   * The directory version (src/db/read-cache.ts) read with the token, in the request's first
-   * statement: cached reads made under another version are not served to this request.
+   * The database snapshot read with the token, in the request's first statement: the read cache
+   * serves this request only answers made under the same one (src/read-cache/read-cache.ts).
    */
-  directoryVersion?: string;
+  snapshot?: string;
 }
 
 /** `*` grants everything; `user:*` every permission on users; else the exact permission. */

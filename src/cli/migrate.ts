@@ -9,8 +9,12 @@ try {
   // A migration may rewrite a large table: no statement timeout (lock waits stay bounded).
   const db = await openDatabase({ ...loadConfig(), statementTimeoutMs: 0 }, { shareEmbedded: true });
   try {
-    const ran = await db.migrate((count) => process.stdout.write(`Encrypted ${count} plain token${count === 1 ? '' : 's'} with the token key.\n`));
-    process.stdout.write(ran.length ? `Applied: ${ran.join(', ')}\n` : 'Nothing to migrate: the schema is up to date.\n');
+    if (db.shared) {
+      process.stdout.write('Nothing to migrate: the service running on this DATA_DIR migrated the database when it started.\n');
+    } else {
+      const ran = await db.migrate((count) => process.stdout.write(`Encrypted ${count} plain token${count === 1 ? '' : 's'} with the token key.\n`));
+      process.stdout.write(ran.length ? `Applied: ${ran.join(', ')}\n` : 'Nothing to migrate: the schema is up to date.\n');
+    }
   } finally {
     await db.close();
   }

@@ -32,8 +32,10 @@ export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, i
     // A rotation may rewrite a large table: no statement timeout (lock waits stay bounded).
     const db = await openDatabase({ ...config, statementTimeoutMs: 0 }, { shareEmbedded: true });
     try {
-      await db.migrate();
-      const { changed, unchanged } = await rotateTokenKeys(db.orm, db.keyring);
+      // Migrating also checks the keys against every stored token; a service sharing its embedded
+      // database migrated it and checked them already.
+      if (!db.shared) await db.migrate();
+      const { changed, unchanged } = await rotateTokenKeys(db.sql, db.keyring);
       io.out(`${changed} token${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY (key id ${db.keyring.current.hexId}); ${unchanged} already under it.\n`);
       return 0;
     } finally {

@@ -4,7 +4,9 @@ import { newAccessToken, SYSTEM_CALLER } from '../auth/bootstrap.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import { createServices } from '../services.js';
-import { AppError } from '../shared/errors.js';
+import { AppError } from '../errors.js';
+import { parseWrite } from '../resource/input.js';
+import { tokens } from '../tokens/token.resource.js';
 
 const USAGE = 'usage: npm run token -- --user <id> --scope "<scopes>" [--expires <ISO 8601 date-time>]';
 const HELP = `${USAGE}
@@ -63,12 +65,11 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
   }
   const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
   try {
-    await db.migrate();
+    // A service sharing its embedded database migrated it already.
+    if (!db.shared) await db.migrate();
     const accessToken = newAccessToken();
-    const token = await createServices(db.orm, db.keyring).tokens.create(
-      { ...SYSTEM_CALLER, client: 'npm run token' },
-      { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null },
-    );
+    const values = parseWrite(tokens, { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null }, 'create');
+    const token = await createServices(db.keyring).tokens.create({ ...SYSTEM_CALLER, client: 'npm run token' }, db.sql, values);
     io.err(`Issued token ${token.id} for user ${token.userID} with scope "${token.scope}".\n`);
     io.out(`${accessToken}\n`);
     return 0;

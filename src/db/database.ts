@@ -1,17 +1,30 @@
 import { MikroORM } from '@mikro-orm/postgresql';
-import type pg from 'pg';
-import { ormOptions, type QueryListener } from '../../mikro-orm.config.js';
+import { PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { ormOptions } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
-import type { EmbeddedPostgres } from './embedded.js';
-import { NEW_DIRECTORY_VERSION } from './migrations/Migration20261202000000_directory_version.js';
-import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
 import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
+import type { EmbeddedPostgres } from './embedded.js';
+import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
+import { PoolSql, typeParsers, type StatementListener } from './sql.js';
+
+/** How long a request waits for a free database connection before it is answered 503. */
+export const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 
 export interface Database {
+  /** Every statement of the service: the pool, or a transaction on it (src/db/sql.ts). */
+  sql: PoolSql;
+  /** The ORM on the same pool: migrations and the entity metadata of the resources. */
   orm: MikroORM;
   /** 'external' when DATABASE_URL is set, else 'embedded' (PGlite under DATA_DIR). */
   kind: 'external' | 'embedded';
+  /**
+   * True when this process reached an embedded database that a running service holds (a
+   * command-line tool): that service migrated it, and only the service's own statements are kept
+   * from interleaving with others' (the ORM's are not), so a tool sharing it runs none of the ORM's.
+   */
+  shared: boolean;
   /** The keys that seal and match token secrets (TOKEN_KEY, TOKEN_KEY_PREVIOUS, or the key file). */
   keyring: Keyring;
   /**
@@ -23,18 +36,26 @@ export interface Database {
   /** True when the database answers and no migration is pending. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
-  /** The connection pool's counts (null before its first connection). */
-  poolStats(): { size: number; idle: number; waiting: number; max: number } | null;
+  /** The connection pool's counts. */
+  poolStats(): { size: number; idle: number; waiting: number; max: number };
+}
+
+export interface OpenOptions {
+  /** A command-line tool reaches an embedded database that a running service holds through that service. */
+  shareEmbedded?: boolean;
+  onStatement?: StatementListener;
 }
 
 /**
- * Connects to DATABASE_URL, or starts the embedded database under DATA_DIR. `shareEmbedded` lets a
- * command-line tool reach an embedded database that a running service already holds.
+ * Connects to DATABASE_URL, or starts the embedded database under DATA_DIR. One `pg` pool serves
+ * everything: the service's statements (src/db/sql.ts) and, handed to MikroORM as its Kysely
+ * dialect, the ORM's (migrations). The embedded database is one PostgreSQL session that runs one
+ * statement at a time, so its pool has one connection.
  */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'> &
-    Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs' | 'tokenKey' | 'tokenKeyPrevious'>>,
-  options: { shareEmbedded?: boolean; onQuery?: QueryListener } = {},
+    Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs' | 'tokenKey' | 'tokenKeyPrevious' | 'pooler'>>,
+  options: OpenOptions = {},
 ): Promise<Database> {
   // Before anything starts: a missing or malformed key stops here, with nothing to clean up.
   const keyring = await loadKeyring(config);
@@ -43,31 +64,41 @@ export async function openDatabase(
   if (!url) {
     // Loaded only when used: PGlite's code costs ~13 MB of memory a PostgreSQL deployment never needs.
     const { startEmbeddedPostgres } = await import('./embedded.js');
-    embedded = await startEmbeddedPostgres(config.dataDir, config.poolSize + 2, options.shareEmbedded);
+    embedded = await startEmbeddedPostgres(config.dataDir, options.shareEmbedded);
     url = embedded.url;
   }
+  const max = embedded ? 1 : config.poolSize;
+  // Behind a pooler in transaction mode, a session has no state of its own: no startup parameters
+  // (PgBouncer refuses them) and no named statements. The embedded database is one session that
+  // the command-line tools share: no named statements there either (their names would collide).
+  const session = !embedded && config.pooler !== 'transaction';
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
+    types: typeParsers(),
+    // Every session bounds its waits for locks and its statements, so that a stuck transaction
+    // holds neither requests nor connections for long; the embedded database never waits for a lock.
+    ...(session ? { lock_timeout: config.lockTimeoutMs || undefined, statement_timeout: config.statementTimeoutMs || undefined } : {}),
+  });
+  // A connection the server drops is reported as an 'error' event, fatal without a listener; the
+  // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const sql = new PoolSql(pool, { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded) });
   let orm: MikroORM;
-  let pool: pg.Pool | undefined;
   try {
-    orm = await MikroORM.init(
-      ormOptions(url, {
-        poolSize: config.poolSize,
-        onQuery: options.onQuery,
-        embedded: embedded !== undefined,
-        lockTimeoutMs: config.lockTimeoutMs,
-        statementTimeoutMs: config.statementTimeoutMs,
-        onPool: (created) => {
-          pool = created;
-        },
-      }),
-    );
+    orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));
   } catch (err) {
+    await pool.end().catch(() => {});
     await embedded?.stop();
     throw err;
   }
   return {
+    sql,
     orm,
     kind: embedded ? 'embedded' : 'external',
+    shared: embedded ? !embedded.owned : false,
     keyring,
     async migrate(converted) {
       const ran: string[] = [];
@@ -77,24 +108,21 @@ export async function openDatabase(
       const pending = (await orm.migrator.getPending()).map((m) => m.name);
       if (pending.includes(DROP_PLAIN_TOKENS)) {
         if (pending.includes(TOKEN_SECRET_COLUMNS)) ran.push(...(await orm.migrator.up({ to: TOKEN_SECRET_COLUMNS })).map((m) => m.name));
-        const count = await convertPlainTokens(orm, keyring);
+        const count = await convertPlainTokens(sql, keyring);
         ran.push(...(await orm.migrator.up()).map((m) => m.name));
         if (count > 0) {
           // The plain values are gone from every live row version; the old versions stay in the
           // table's files until rewritten, so rewrite it once (a short exclusive lock).
-          await orm.em.getConnection().execute('vacuum full tokens');
+          await pool.query('vacuum full tokens');
           converted?.(count);
         }
       } else {
         ran.push(...(await orm.migrator.up()).map((m) => m.name));
       }
-      await checkTokenKeys(orm, keyring);
-      // A migration may rewrite directory rows with DDL (no row trigger fires): answers cached by
-      // instances still running the previous release must not outlive it.
-      if (ran.length) await orm.em.getConnection().execute(`update directory_version set version = ${NEW_DIRECTORY_VERSION}`);
+      await checkTokenKeys(sql, keyring);
       return ran;
     },
-    poolStats: () => (pool ? { size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize } : null),
+    poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
     async ready() {
       try {
         return (await orm.migrator.getPending()).length === 0;
@@ -103,6 +131,7 @@ export async function openDatabase(
       }
     },
     async close() {
+      // The ORM's Kysely instance ends the pool it was given.
       await orm.close(true);
       await embedded?.stop();
     },

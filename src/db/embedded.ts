@@ -11,6 +11,9 @@ export interface EmbeddedPostgres {
   stop(): Promise<void>;
 }
 
+/** The service's one connection, and a few for command-line tools that run beside it. */
+const MAX_CONNECTIONS = 5;
+
 /** Written into DATA_DIR while a process serves the embedded database: its pid and address. */
 const OWNER_FILE = 'service.json';
 
@@ -42,13 +45,13 @@ async function runningOwner(dataDir: string): Promise<{ pid: number; url: string
  * Starts PGlite (PostgreSQL compiled to WebAssembly) on `dataDir` and serves it on a loopback port
  * with the PostgreSQL wire protocol, so that the ordinary `pg` driver, MikroORM and the migrations
  * work exactly as against a real server. PGlite runs one query at a time; the socket server queues
- * them and keeps a transaction's statements together, so it must accept as many connections as the
- * pool opens.
+ * the protocol messages of its connections and keeps a transaction's together (which is why every
+ * statement runs in a transaction there: src/db/sql.ts).
  *
  * Only one process may open a data directory. When another one already serves it, `share` (the
  * command-line tools) connects through that process; otherwise starting fails with a clear message.
  */
-export async function startEmbeddedPostgres(dataDir: string, maxConnections: number, share = false): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(dataDir: string, share = false): Promise<EmbeddedPostgres> {
   await mkdir(dataDir, { recursive: true });
   const owner = await runningOwner(dataDir);
   if (owner) {
@@ -56,7 +59,7 @@ export async function startEmbeddedPostgres(dataDir: string, maxConnections: num
     throw new ConfigError(`DATA_DIR ${dataDir} is in use by process ${owner.pid}; stop it or choose another DATA_DIR`);
   }
   const db = await PGlite.create(dataDir);
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections });
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: MAX_CONNECTIONS });
   await server.start();
   const url = `postgres://postgres@${server.getServerConn()}/postgres`;
   await writeFile(join(dataDir, OWNER_FILE), JSON.stringify({ pid: process.pid, url }));

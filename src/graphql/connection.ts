@@ -1,39 +1,47 @@
-import { ArgsType, Field, Int, ObjectType, type ClassType } from 'type-graphql';
-import type { RecordConnectionInput } from '../shared/crud.js';
+import { ArgsType, Extensions, Field, Int, ObjectType, type ClassType } from 'type-graphql';
+import type { RecordConnectionInput } from '../resource/service.js';
+import { CACHEABLE } from './cacheable.js';
 import { orderKeys, type DeletedRecords } from './filters.js';
 
-/** Relay's page info: where a keyset page sits. */
-@ObjectType('PageInfo')
+/** Relay's page info: where a keyset page sits (what it says depends on the page's records alone: cacheable with them). */
+@ObjectType('PageInfo', { simpleResolvers: true })
 export class PageInfoType {
-  @Field(() => Boolean) hasNextPage!: boolean;
-  @Field(() => Boolean) hasPreviousPage!: boolean;
-  @Field(() => String, { nullable: true }) startCursor!: string | null;
-  @Field(() => String, { nullable: true }) endCursor!: string | null;
+  @Field(() => Boolean) @Extensions(CACHEABLE) hasNextPage!: boolean;
+  @Field(() => Boolean) @Extensions(CACHEABLE) hasPreviousPage!: boolean;
+  @Field(() => String, { nullable: true }) @Extensions(CACHEABLE) startCursor!: string | null;
+  @Field(() => String, { nullable: true }) @Extensions(CACHEABLE) endCursor!: string | null;
 }
 
 /**
  * `{edges {cursor node} pageInfo totalCount}` for one record type (UserConnection, …): Relay's
  * connection shape over keyset pages, so that page 200 costs what page 1 costs.
  */
-export function ConnectionType<T extends object>(item: ClassType<T>, name: string) {
-  @ObjectType(`${name}Edge`)
+export function ConnectionType<T extends object>(item: ClassType<T>, name: string, cacheable = false) {
+  const mark = (): PropertyDecorator => (cacheable ? Extensions(CACHEABLE) : () => {});
+
+  @ObjectType(`${name}Edge`, { simpleResolvers: true })
   class Edge {
     @Field(() => String, { description: 'Opaque; pass it as `after` or `before` with the same filter and orderBy.' })
+    @mark()
     cursor!: string;
 
     @Field(() => item)
+    @mark()
     node!: T;
   }
 
-  @ObjectType() // abstract: only the concrete subclasses (UserConnection, …) reach the schema
+  @ObjectType({ simpleResolvers: true }) // abstract: only the concrete subclasses (UserConnection, …) reach the schema
   abstract class Connection {
     @Field(() => [Edge])
+    @mark()
     edges!: Edge[];
 
     @Field(() => PageInfoType)
+    @mark()
     pageInfo!: PageInfoType;
 
     @Field(() => Int, { description: 'How many records match the filter, on all pages (counted only when selected).' })
+    @mark()
     totalCount!: number;
   }
   return Connection;

@@ -1,18 +1,22 @@
 import DataLoader from 'dataloader';
+import type { FieldNode, GraphQLResolveInfo } from 'graphql';
 import type { Caller } from '../auth/caller.js';
+import type { Sql } from '../db/sql.js';
+import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
-import { AppError } from '../shared/errors.js';
-import type { UserRecord } from '../users/user.presenter.js';
+import type { UserRecord } from '../users/user.resource.js';
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
- * token), the request id, the shared services, and this request's DataLoaders.
+ * token), the request id, the services, where to run statements (the pool, or the transaction of
+ * a mutation with several root fields), and this request's DataLoaders.
  */
 export interface GraphQLContext {
   caller: Caller | null;
   /** The request's X-Request-Id, carried by every error of the answer. */
   requestId: string;
   services: Services;
+  sql: Sql;
   loaders: Loaders;
   /** The HTTP request's state, where the operation's name and type are noted for the request log. */
   http?: { graphql?: { name: string | null; type: string } };
@@ -20,50 +24,53 @@ export interface GraphQLContext {
 
 /** The caller; the HTTP layer lets a request without one through only for introspection. */
 export function callerOf(ctx: GraphQLContext): Caller {
-  if (!ctx.caller) throw AppError.unauthorized('an access token is required', 'Bearer');
+  if (!ctx.caller) throw AppError.unauthorized('an access token is required', 'missing');
   return ctx.caller;
 }
 
 /**
  * Per-request batching of nested fields: every `Token.user` of a response is one statement, and
  * every `User.tokens(…)` (likewise applications, roles) with the same arguments is one statement,
- * however many parents the page has.
+ * however many parents the page has. Made per request (and per transaction): a loader caches what
+ * it loaded.
  */
 export class Loaders {
-  private readonly nested = new Map<string, DataLoader<number, unknown>>();
+  private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
   readonly userById: DataLoader<number, UserRecord | null>;
 
-  constructor(private readonly services: Services, private readonly caller: Caller | null) {
+  constructor(
+    private readonly services: Services,
+    private readonly caller: Caller | null,
+    private readonly sql: Sql,
+  ) {
     this.userById = new DataLoader(async (ids) => {
-      const users = await services.users.findMany(this.requireCaller(), ids);
+      const users = await services.users.findMany(this.requireCaller(), sql, ids);
       const byId = new Map(users.map((u) => [u.id, u]));
       return ids.map((id) => byId.get(id) ?? null);
     });
   }
 
   private requireCaller(): Caller {
-    if (!this.caller) throw AppError.unauthorized('an access token is required', 'Bearer');
+    if (!this.caller) throw AppError.unauthorized('an access token is required', 'missing');
     return this.caller;
   }
 
   /**
-   * A per-parent loader for one nested field (a page or a connection), one set of arguments and
-   * whether totals are wanted (they cost a second statement): one batch for every parent.
+   * The loader of one nested field of the document (a page or a connection under each record of a
+   * list): one batch for every parent, whatever their number. Keyed by the field's node in the
+   * document, so that its arguments are parsed once (`prepare`, on the first parent) and not once
+   * per parent; two aliases of a field are two nodes, two loaders.
    */
-  byParent<T, A>(
-    field: string,
-    args: A,
-    count: boolean,
-    batch: (caller: Caller, parentIds: readonly number[], args: A, count: boolean) => Promise<Map<number, T>>,
-  ): DataLoader<number, T> {
-    const key = `${field}:${count}:${JSON.stringify(args)}`;
-    let loader = this.nested.get(key);
+  byField<T>(info: GraphQLResolveInfo, prepare: () => (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>): DataLoader<number, T> {
+    const node = info.fieldNodes[0];
+    let loader = this.nested.get(node);
     if (!loader) {
+      const batch = prepare();
       loader = new DataLoader<number, unknown>(async (ids) => {
-        const found = await batch(this.requireCaller(), ids, args, count);
-        return ids.map((id) => found.get(id)!);
+        const found = await batch(this.requireCaller(), this.sql, ids);
+        return ids.map((parent) => found.get(parent)!);
       });
-      this.nested.set(key, loader);
+      this.nested.set(node, loader);
     }
     return loader as DataLoader<number, T>;
   }

@@ -1,12 +1,42 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { BREAK, GraphQLError, Kind, visit, type ASTNode, type DocumentNode, type GraphQLFormattedError } from 'graphql';
-import { AppError, asAppError, type ErrorName } from '../shared/errors.js';
-import type { Logger } from '../shared/log.js';
+import {
+  BREAK,
+  getNamedType,
+  GraphQLError,
+  isEnumType,
+  isInputObjectType,
+  isLeafType,
+  isListType,
+  isNonNullType,
+  Kind,
+  Lexer,
+  Source,
+  TokenKind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type ASTNode,
+  type DocumentNode,
+  type GraphQLFormattedError,
+  type GraphQLInputType,
+  type GraphQLSchema,
+} from 'graphql';
+import { AppError, asAppError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../observability/log.js';
 import type { GraphQLContext } from './context.js';
+import { DateTime } from './scalars.js';
 
-/** SPEC §7's `extensions.code` for each service error. */
-const CODE_OF: Record<ErrorName, string> = {
+/**
+ * Errors on GraphQL's wire (SPEC §7): every error carries `extensions.code` and the request's id;
+ * a service error keeps its message and names its field (`field`, `details`); GraphQL's own
+ * errors (syntax, validation, variables) never repeat a value the client sent (it may be a token
+ * or a password), which this module ensures from the structure of the error (its node, its path,
+ * the type expected there), never by reading graphql-js's message texts.
+ */
+
+/** SPEC §7's `extensions.code` for each service error code. */
+const CODE_OF: Record<ErrorCode, string> = {
   BAD_REQUEST: 'BAD_USER_INPUT',
   UNAUTHORIZED: 'UNAUTHENTICATED',
   FORBIDDEN: 'FORBIDDEN',
@@ -25,25 +55,19 @@ const CODE_OF: Record<ErrorName, string> = {
 /** A service error as a GraphQL error; BAD_USER_INPUT names the offending field. */
 export function toGraphQLError(error: AppError): GraphQLError {
   return new GraphQLError(error.message, {
-    extensions: {
-      code: CODE_OF[error.error],
-      ...(error.details ? { field: error.details[0].field, details: error.details } : {}),
-    },
+    extensions: { code: CODE_OF[error.code], ...(error.details ? { field: error.details[0].field, details: error.details } : {}) },
   });
 }
 
 /**
- * A write's service errors named as GraphQL holds the fields, inside the `input` argument:
- * `input.lastName` (REST's body has them at the top, so the services say `lastName`). The record's
- * own `id` is an argument of its own.
+ * Runs a service call whose input came from one argument: the fields its errors name are paths in
+ * that argument (`input.lastName`: REST's body has them at the top, so the services say `lastName`).
  */
-export async function inInput<T>(work: Promise<T>): Promise<T> {
+export async function inArgument<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
-    return await work;
+    return await work();
   } catch (err) {
-    if (!(err instanceof AppError) || !err.details || (err.error !== 'BAD_REQUEST' && err.error !== 'CONFLICT')) throw err;
-    const details = err.details.map((d) => (d.field === 'id' ? d : { ...d, field: `input.${d.field}` }));
-    throw err.error === 'BAD_REQUEST' ? AppError.invalid(details) : AppError.conflict(err.message, details);
+    throw err instanceof AppError ? err.under(name) : err;
   }
 }
 
@@ -53,138 +77,140 @@ export async function inInput<T>(work: Promise<T>): Promise<T> {
  * A request that is not JSON (415, 400) gets Apollo's BAD_REQUEST, as Apollo would answer it.
  */
 export function httpErrorBody(error: AppError, requestId: string) {
-  const code = error.error === 'BAD_REQUEST' && !error.details ? 'BAD_REQUEST' : CODE_OF[error.error];
+  const code = error.code === 'BAD_REQUEST' && !error.details ? 'BAD_REQUEST' : CODE_OF[error.code];
   return { errors: [{ message: error.message, extensions: { code, requestId, ...(error.details ? { details: error.details } : {}) } }] };
 }
 
-/** graphql-js says `Variable "$input" got invalid value { …the value… } at "input.x"; <why>`. */
-const INVALID_VARIABLE = /^Variable "\$([^"]+)" got invalid value /;
+// ------------------------------------------------------------------------------------------
+// Values that do not fit their type, said from the type
 
-/**
- * What a type refused, without the value it refused: graphql-js and graphql-scalars end such
- * messages with the value (`Int cannot represent non-integer value: "…"`), and an enum's names
- * it (`Value "…" does not exist in "SortDirection" enum.`).
- */
-function withoutValue(message: string): string {
-  const enumValue = /^Value .* does not exist in "(\w+)" enum\./s.exec(message);
-  if (enumValue) return `the value is not one of the ${enumValue[1]} values.`;
-  return message.replace(/^(\S+ cannot represent [^:]*):.*$/s, '$1.');
-}
-
-/**
- * A variable that does not fit its type, said without repeating the value: graphql-js prints the
- * whole variable, which may hold an access token or a `password` the caller should not have sent.
- * The field is the path inside the variable: `$input.status`.
- */
-function invalidVariable(error: GraphQLError): { message: string; field: string } | null {
-  const m = INVALID_VARIABLE.exec(error.message);
-  if (!m) return null;
-  const why = error.originalError?.message;
-  let path = m[1];
-  if (why && error.message.endsWith(`; ${why}`)) {
-    const at = / at "([^"]+)"$/.exec(error.message.slice(0, -(why.length + 2)));
-    if (at) path = at[1];
+/** What a value of a leaf type must be, in words (the value itself is never repeated). */
+function expected(type: GraphQLInputType): string {
+  const named = getNamedType(type);
+  if (isEnumType(named)) return `one of the ${named.name} values`;
+  switch (named.name) {
+    case 'Int':
+      return 'a 32-bit integer (Int)';
+    case 'Float':
+      return 'a number (Float)';
+    case 'String':
+      return 'a string';
+    case 'Boolean':
+      return 'true or false';
+    case 'ID':
+      return 'an ID (a string or an integer)';
+    case 'SafeInt':
+      return 'a safe integer (SafeInt)';
+    case 'JSONObject':
+      return 'a JSON object';
+    default:
+      return `a ${named.name}`;
   }
-  const field = `$${path}`;
-  return { message: `Variable "$${m[1]}" has an invalid value${path !== m[1] ? ` at "${field}"` : ''}${why ? `: ${withoutValue(why)}` : ''}`, field };
 }
 
-/** graphql-js says `Expected value of type "Int!", found "x"; <why>` of a literal argument. */
-const INVALID_LITERAL = /^Expected value of type "([^"]+)", found /;
-
-/**
- * A literal argument that does not fit its type, said without repeating it (a token pasted into a
- * document should not come back in an error that clients log): the type, and why without the value.
- */
-function invalidLiteral(message: string, error: unknown): string {
-  const m = INVALID_LITERAL.exec(message);
-  if (!m) return withoutValue(message);
-  // The scalar's own error is the innermost cause (Apollo wraps graphql-js's validation error).
-  let cause = error as { originalError?: unknown; message?: string } | undefined;
-  while (cause?.originalError) cause = cause.originalError as typeof cause;
-  const why = cause?.message && cause.message !== message && message.endsWith(`; ${cause.message}`) ? cause.message : undefined;
-  return `Expected value of type "${m[1]}"${why ? `; ${withoutValue(why)}` : '.'}`;
-}
-
-/** `Did you mean "lastName"?` spells out the schema: dropped where introspection is off. */
-const withoutHints = (message: string) => message.replace(/\s*Did you mean [^?]*\?/g, '');
-
-/** The error without hints, in its message and in every message of its details. */
-function withoutAnyHints(error: GraphQLFormattedError): GraphQLFormattedError {
-  const details = error.extensions?.details;
-  return {
-    ...error,
-    message: withoutHints(error.message),
-    ...(Array.isArray(details)
-      ? { extensions: { ...error.extensions, details: details.map((d: { message?: unknown }) => (typeof d?.message === 'string' ? { ...d, message: withoutHints(d.message) } : d)) } }
-      : {}),
-  };
-}
-
-/**
- * Apollo's formatError: service errors keep their message and code; GraphQL's own errors (syntax,
- * validation, variables) pass through, without echoed values, and with `field` and `details` when
- * they are about one argument or variable; anything else is an INTERNAL_SERVER_ERROR that says
- * nothing of its cause (the errors plugin logs it). `hideSchema`: no "Did you mean" hints.
- */
-export function formatError(options: { hideSchema: boolean }) {
-  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const result = format(formatted, error);
-    return options.hideSchema ? withoutAnyHints(result) : result;
-  };
-}
-
-function format(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
-  const known = asAppError(unwrapResolverError(error));
-  if (known) {
-    const { message, extensions } = toGraphQLError(known);
-    return { message, locations: formatted.locations, path: formatted.path, extensions };
+/** The type at a path inside a value of `type` (`["status"]`, `["roleIDs", 3]`). */
+function typeAt(type: GraphQLInputType, path: readonly (string | number)[]): GraphQLInputType | undefined {
+  let at: GraphQLInputType | undefined = type;
+  for (const key of path) {
+    if (!at) return undefined;
+    if (isNonNullType(at)) at = at.ofType;
+    if (typeof key === 'number' && isListType(at)) at = at.ofType;
+    else if (typeof key === 'string' && isInputObjectType(at)) at = at.getFields()[key]?.type;
+    else return undefined;
   }
-  const { stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
-  const code = extensions.code;
-  const naming = (message: string, field: string) => ({ field, details: [{ field, message }] });
-  if (code === 'BAD_USER_INPUT' && error instanceof GraphQLError) {
-    const variable = invalidVariable(error);
-    if (variable) {
-      return { message: variable.message, locations: formatted.locations, extensions: { ...extensions, ...naming(variable.message, variable.field) } };
+  return at;
+}
+
+/**
+ * Why a value at `path` inside a value of `type` does not fit, from what is expected there: a
+ * missing or null required value, a field the input type does not have, a required field not
+ * given, or a leaf value of the wrong kind. Only our own scalars' reasons are quoted (they never
+ * repeat the value); the others are described from their type.
+ */
+export function whyNotFitting(type: GraphQLInputType, path: readonly (string | number)[], value: unknown, error: GraphQLError): string {
+  const at = typeAt(type, path);
+  if (!at) return 'is not of the expected type';
+  if (value === null || value === undefined) return isNonNullType(at) ? 'must not be null' : 'is not of the expected type';
+  const inner = isNonNullType(at) ? at.ofType : at;
+  if (isInputObjectType(inner)) {
+    if (typeof value !== 'object' || Array.isArray(value)) return `must be an object of type ${inner.name}`;
+    const fields = inner.getFields();
+    const unknown = Object.keys(value).filter((key) => !Object.hasOwn(fields, key));
+    if (unknown.length) return `has a field that ${inner.name} does not define: "${unknown[0].slice(0, 64)}" is not defined by type "${inner.name}"`;
+    const missing = Object.values(fields).filter((f) => isNonNullType(f.type) && f.defaultValue === undefined && (value as Record<string, unknown>)[f.name] === undefined);
+    if (missing.length) return `lacks the required field "${missing[0].name}"`;
+    return `is not a valid ${inner.name}`;
+  }
+  if (isListType(inner)) return 'must be a list';
+  // Our scalars' own reasons: they say what is wrong without the value.
+  if (getNamedType(inner).name === DateTime.name) return (error.originalError ?? error).message;
+  return isLeafType(getNamedType(inner)) ? `must be ${expected(inner)}` : 'is not of the expected type';
+}
+
+/** `$input.status`, `$ids[2]`: a path inside a variable. */
+export const variablePath = (name: string, path: readonly (string | number)[]) =>
+  `$${name}${path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${key}`)).join('')}`;
+
+// ------------------------------------------------------------------------------------------
+// Syntax and validation errors
+
+/** The kinds of tokens that are values a client wrote (a string, a number): never repeated in a message. */
+const VALUE_TOKENS: ReadonlySet<string> = new Set([TokenKind.STRING, TokenKind.BLOCK_STRING, TokenKind.INT, TokenKind.FLOAT]);
+
+/**
+ * A syntax error's message without the value it stopped at: when the token at the error's position
+ * is a string or a number, the message says where and what kind of token, not what it holds.
+ */
+function syntaxMessage(formatted: GraphQLFormattedError, source: string | undefined, position: number | undefined): string {
+  if (source === undefined || position === undefined) return formatted.message;
+  const lexer = new Lexer(new Source(source));
+  try {
+    for (let token = lexer.advance(); token.kind !== TokenKind.EOF; token = lexer.advance()) {
+      if (token.start === position) {
+        if (!VALUE_TOKENS.has(token.kind)) return formatted.message;
+        return `Syntax Error: Unexpected ${token.kind === TokenKind.BLOCK_STRING ? 'BlockString' : token.kind === TokenKind.STRING ? 'String' : token.kind} at line ${token.line}, column ${token.column}.`;
+      }
+      if (token.start > position) break;
     }
+  } catch {
+    // The lexer stopped at the very error: the message is about a character, not a value.
   }
-  // Syntax errors name the token they stopped at, and a string's or number's token is its value.
-  if (code === 'GRAPHQL_PARSE_FAILED') {
-    return { ...formatted, message: formatted.message.replace(/ (String|BlockString|Int|Float) "[\s\S]*"(\.?)$/, ' $1$2'), extensions };
-  }
-  if (code === 'GRAPHQL_VALIDATION_FAILED') {
-    // graphql-js stops checking that same-named fields can merge once that grows too costly.
-    if (formatted.message === 'Validation aborted.') {
-      return { ...formatted, message: 'the query repeats the same fields too often to be checked; select each field once', extensions };
-    }
-    // A literal of the wrong type, in an argument or a variable's default value, without its value.
-    const message = invalidLiteral(formatted.message, error);
-    // In an argument, the errors plugin named it: the caller's input, not the document's shape.
-    if (typeof extensions.field === 'string') {
-      return { ...formatted, message, extensions: { ...extensions, code: 'BAD_USER_INPUT', ...naming(message, extensions.field) } };
-    }
-    return { ...formatted, message, extensions };
-  }
-  if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
-  return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+  return formatted.message;
 }
 
-/**
- * `input.status`, `orderBy[0].lastName`: where a value node sits inside an argument; null when it
- * is not in one. Walks the node's path from the document, so list positions are known.
- */
-function argumentPath(document: DocumentNode, target: ASTNode): string | null {
+/** A value node of an argument: where it sits (`input.status`, `orderBy[0].lastName`) and the types around it. */
+interface ValueContext {
+  /** Where it sits: a path in an argument (`input.status`), or a variable's default value (`$a`). */
+  field: string;
+  /** In a variable's default value: the document's mistake, not an argument's input. */
+  inDefault: boolean;
+  /** The type expected for the node (none for a field the input object does not define). */
+  type: GraphQLInputType | null;
+  /** The input object type around it, for an object field. */
+  parent: GraphQLInputType | null;
+}
+
+function valueContext(schema: GraphQLSchema, document: DocumentNode, target: ASTNode): ValueContext | null {
   let keys: readonly (string | number)[] | undefined;
-  visit(document, {
-    enter(node, _key, _parent, path) {
-      if (node !== target) return undefined;
-      keys = [...path];
-      return BREAK;
-    },
-  });
+  let type: GraphQLInputType | null = null;
+  let parent: GraphQLInputType | null = null;
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      enter(node, _key, _parent, path) {
+        if (node !== target) return undefined;
+        keys = [...path];
+        type = typeInfo.getInputType() ?? null;
+        parent = typeInfo.getParentInputType() ?? null;
+        return BREAK;
+      },
+    }),
+  );
   if (!keys) return null;
+  // The path from the document's root to the node: arguments, object fields and list items on the way.
   let name: string | null = null;
+  let inDefault = false;
   let node: unknown = document;
   let owner: string | undefined; // the kind of the last node passed: a ListValue's items get [i]
   for (const key of keys) {
@@ -193,26 +219,137 @@ function argumentPath(document: DocumentNode, target: ASTNode): string | null {
     const step = node as ASTNode;
     if (typeof key === 'number' && owner === Kind.LIST && name !== null) name += `[${key}]`;
     if (step.kind === Kind.ARGUMENT) name = step.name.value;
-    else if (step.kind === Kind.OBJECT_FIELD && name !== null) name += `.${step.name.value}`;
+    else if (step.kind === Kind.VARIABLE_DEFINITION) {
+      name = `$${step.variable.name.value}`;
+      inDefault = true;
+    } else if (step.kind === Kind.OBJECT_FIELD && name !== null) name += `.${step.name.value}`;
     owner = step.kind;
   }
-  return name;
+  return name === null ? null : { field: name, type, parent, inDefault };
+}
+
+/**
+ * What is wrong with a value of an argument, said from its node and the types around it (never
+ * the value): a field its input type does not define, a required field left out, or a literal of
+ * the wrong type. Null for anything else (a variable in the wrong place: graphql-js's words, which
+ * name only variables and types, stand).
+ */
+function valueProblem(node: ASTNode, context: ValueContext): string | null {
+  if (node.kind === Kind.OBJECT_FIELD && !context.type) {
+    return `Field "${node.name.value}" is not defined by type "${String(getNamedType(context.parent!))}".`;
+  }
+  if (node.kind === Kind.OBJECT && context.type) {
+    const objectType = getNamedType(context.type);
+    if (isInputObjectType(objectType)) {
+      const given = new Set(node.fields.map((f) => f.name.value));
+      const missing = Object.values(objectType.getFields()).find((f) => isNonNullType(f.type) && f.defaultValue === undefined && !given.has(f.name));
+      if (missing) return `Field "${objectType.name}.${missing.name}" of required type "${String(missing.type)}" was not provided.`;
+    }
+  }
+  if (isLiteral(node)) return context.type ? literalReason(context.type, node) : 'The value is not of the expected type.';
+  return null;
+}
+
+/** The largest magnitude a SafeInt holds, and a 32-bit Int. */
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const INT32 = 2n ** 31n;
+
+/**
+ * Why a literal does not fit a type, in the words graphql-js and graphql-scalars use but without
+ * the literal: known from the type expected and the literal's kind (our own DateTime says why
+ * itself, and never repeats a value).
+ */
+function literalReason(type: GraphQLInputType, node: ASTNode): string {
+  if (node.kind === Kind.NULL) return `Expected value of type "${String(type)}", found null.`;
+  const named = getNamedType(type);
+  const integer = node.kind === Kind.INT ? BigInt(node.value) : null;
+  if (isEnumType(named)) return `the value is not one of the ${named.name} values.`;
+  switch (named.name) {
+    case 'String':
+      return 'String cannot represent a non string value.';
+    case 'ID':
+      return 'ID cannot represent a non-string and non-integer value.';
+    case 'Boolean':
+      return 'Boolean cannot represent a non boolean value.';
+    case 'Float':
+      return 'Float cannot represent non numeric value.';
+    case 'Int':
+      return integer !== null && (integer >= INT32 || integer < -INT32) ? 'Int cannot represent non 32-bit signed integer value.' : 'Int cannot represent non-integer value.';
+    case 'SafeInt':
+      return integer !== null && (integer > SAFE || integer < -SAFE) ? 'SafeInt cannot represent unsafe integer value.' : 'SafeInt cannot represent non-integer value.';
+    case 'JSONObject':
+      return 'JSONObject cannot represent non-object value.';
+    default:
+      break;
+  }
+  if (named.name === DateTime.name && node.kind !== Kind.VARIABLE) {
+    try {
+      DateTime.parseLiteral(node as never, undefined);
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  return `Expected value of type "${String(type)}".`;
+}
+
+/** Literal values of a document (not variables). */
+const isLiteral = (node: ASTNode) =>
+  node.kind === Kind.INT ||
+  node.kind === Kind.FLOAT ||
+  node.kind === Kind.STRING ||
+  node.kind === Kind.BOOLEAN ||
+  node.kind === Kind.NULL ||
+  node.kind === Kind.ENUM ||
+  node.kind === Kind.LIST ||
+  node.kind === Kind.OBJECT;
+
+const naming = (message: string, field: string) => ({ field, details: [{ field, message }] });
+
+/**
+ * Apollo's formatError: service errors keep their message and code; GraphQL's own errors pass
+ * through, without echoed values (see above), naming the argument or variable they are about;
+ * anything else is an INTERNAL_SERVER_ERROR that says nothing of its cause (the errors plugin logs it).
+ */
+export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const known = asAppError(unwrapResolverError(error));
+  if (known) {
+    const { message, extensions } = toGraphQLError(known);
+    return { message, locations: formatted.locations, path: formatted.path, extensions };
+  }
+  const { stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
+  const code = extensions.code;
+  if (code === 'GRAPHQL_PARSE_FAILED' && error instanceof GraphQLError) {
+    return { ...formatted, message: syntaxMessage(formatted, error.source?.body, error.positions?.[0]), extensions };
+  }
+  // A value that does not fit (the errors plugin found where, and what is wrong): in an argument,
+  // the caller's input; in a variable's default value, the document's mistake.
+  if (typeof extensions.valueField === 'string') {
+    const { valueField, valueProblem: problem, inDefault, ...rest } = extensions;
+    const message = typeof problem === 'string' ? problem : formatted.message;
+    if (inDefault) return { ...formatted, message, extensions: rest };
+    return { ...formatted, message, extensions: { ...rest, code: 'BAD_USER_INPUT', ...naming(message, valueField) } };
+  }
+  if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
+  return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
 }
 
 /**
  * Every GraphQL error of a request carries the request's `requestId` (as REST error bodies do), an
- * internal one is logged with it, and a literal argument of the wrong type names the argument.
+ * internal one is logged with it, and a literal argument of the wrong type is the caller's input:
+ * BAD_USER_INPUT naming the argument, said without the literal.
  */
 export function errorsPlugin(log: Logger): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async validationDidStart({ document }) {
+        async validationDidStart({ document, schema }) {
           return async (errors) => {
-            for (const error of (errors ?? []) as readonly GraphQLError[]) {
+            for (const error of (errors ?? []) as GraphQLError[]) {
               const node = error.nodes?.[0];
-              const field = node && node.kind !== Kind.FIELD && node.kind !== Kind.ARGUMENT ? argumentPath(document, node) : null;
-              if (field) (error.extensions as Record<string, unknown>).field = field;
+              if (!node || node.kind === Kind.FIELD || node.kind === Kind.ARGUMENT) continue;
+              const context = valueContext(schema, document, node);
+              // formatError says it: the argument it is in, and what is wrong (never the value).
+              if (context) Object.assign(error.extensions, { valueField: context.field, valueProblem: valueProblem(node, context), inDefault: context.inDefault });
             }
           };
         },
@@ -221,12 +358,13 @@ export function errorsPlugin(log: Logger): ApolloServerPlugin<GraphQLContext> {
             const original = unwrapResolverError(error);
             // What formatError masks as INTERNAL_SERVER_ERROR: neither a service error nor one with a code.
             if (asAppError(original) || (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') !== 'INTERNAL_SERVER_ERROR') continue;
+            const code = (original as { code?: unknown })?.code;
             log.error('graphql operation failed', {
               requestId: contextValue.requestId,
               path: error.path?.join('.'),
               error: (original as Error)?.name,
               // Driver messages may carry request values: only their code is logged.
-              ...((original as { code?: unknown })?.code !== undefined ? { code: (original as { code?: unknown }).code } : { message: (original as Error)?.message, stack: (original as Error)?.stack }),
+              ...(code !== undefined ? { code } : { message: (original as Error)?.message, stack: (original as Error)?.stack }),
             });
           }
         },

@@ -2,8 +2,8 @@ import { SafeIntResolver } from 'graphql-scalars';
 import { DateTime } from './scalars.js';
 import { Field, ID, InputType, Int, registerEnumType } from 'type-graphql';
 import type { OrderKey } from '../list/list.js';
-import type { RecordListInput } from '../shared/crud.js';
-import { AppError } from '../shared/errors.js';
+import { AppError } from '../errors.js';
+import type { RecordListInput } from '../resource/service.js';
 
 /**
  * Typed list arguments. Each filter input has the shape of the REST filter language of SPEC §5

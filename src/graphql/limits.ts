@@ -21,9 +21,11 @@ import type { GraphQLContext } from './context.js';
  * - aliases and fields: counted as the operation runs them, every fragment spread expanded, so a
  *   fragment used twice counts twice (a document cannot hide work in fragments);
  * - tokens: the parser stops at this many (a huge document is refused before it is built);
+ * - repeats: how often one response name may stand in one selection set (checking that repeated
+ *   fields merge grows with the square of their number; graphql-js gives up past a budget);
  * - cost: roughly the number of records an operation may answer (see `pageCost`).
  */
-export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 100, maxFields: 2_000, maxTokens: 10_000, maxCost: 20_000, maxNesting: 64 } as const;
+export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 100, maxFields: 2_000, maxTokens: 10_000, maxCost: 20_000, maxNesting: 64, maxRepeats: 50 } as const;
 
 /**
  * How deeply a document nests `{`, `[` and `(` (strings and comments aside). graphql-js parses,
@@ -74,6 +76,8 @@ interface Size {
   depth: number;
   aliases: number;
   fields: number;
+  /** The most times one response name stands in one selection set. */
+  repeats: number;
 }
 
 /**
@@ -82,15 +86,21 @@ interface Size {
  * (a chain of fragments each spread twice would otherwise double the work at every link).
  */
 function sizeOf(set: SelectionSetNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>, memo: Map<string, Size>): Size {
-  const size: Size = { depth: 0, aliases: 0, fields: 0 };
+  const size: Size = { depth: 0, aliases: 0, fields: 0, repeats: 0 };
   const add = (inner: Size, depth: number) => {
     size.depth = Math.max(size.depth, depth);
     size.aliases += inner.aliases;
     size.fields += inner.fields;
+    size.repeats = Math.max(size.repeats, inner.repeats);
   };
+  const names = new Map<string, number>();
   for (const selection of set.selections) {
     if (selection.kind === Kind.FIELD) {
-      const inner = selection.selectionSet ? sizeOf(selection.selectionSet, fragments, memo) : { depth: 0, aliases: 0, fields: 0 };
+      const name = (selection.alias ?? selection.name).value;
+      const count = (names.get(name) ?? 0) + 1;
+      names.set(name, count);
+      size.repeats = Math.max(size.repeats, count);
+      const inner = selection.selectionSet ? sizeOf(selection.selectionSet, fragments, memo) : { depth: 0, aliases: 0, fields: 0, repeats: 0 };
       const meta = selection.name.value.startsWith('__'); // introspection is as deep as the type system
       add({ ...inner, aliases: inner.aliases + (selection.alias ? 1 : 0), fields: inner.fields + 1 }, meta ? 0 : 1 + inner.depth);
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
@@ -101,8 +111,8 @@ function sizeOf(set: SelectionSetNode, fragments: ReadonlyMap<string, FragmentDe
       let inner = memo.get(name);
       if (!inner) {
         const fragment = fragments.get(name);
-        memo.set(name, { depth: 0, aliases: 0, fields: 0 }); // a cycle (reported by graphql's own rule) counts nothing
-        inner = fragment ? sizeOf(fragment.selectionSet, fragments, memo) : { depth: 0, aliases: 0, fields: 0 };
+        memo.set(name, { depth: 0, aliases: 0, fields: 0, repeats: 0 }); // a cycle (reported by graphql's own rule) counts nothing
+        inner = fragment ? sizeOf(fragment.selectionSet, fragments, memo) : { depth: 0, aliases: 0, fields: 0, repeats: 0 };
         memo.set(name, inner);
       }
       add(inner, inner.depth);
@@ -118,8 +128,9 @@ export function sizeLimitRule(context: ValidationContext): ASTVisitor {
   const memo = new Map<string, Size>();
   return {
     OperationDefinition(node) {
-      const { depth, aliases, fields } = sizeOf(node.selectionSet, fragments, memo);
-      const { maxDepth, maxAliases, maxFields } = GRAPHQL_LIMITS;
+      const { depth, aliases, fields, repeats } = sizeOf(node.selectionSet, fragments, memo);
+      const { maxDepth, maxAliases, maxFields, maxRepeats } = GRAPHQL_LIMITS;
+      if (repeats > maxRepeats) context.reportError(tooBig(`the query repeats the same fields too often to be checked (${repeats} times); select each field once`));
       if (depth > maxDepth) context.reportError(tooBig(`the query is ${depth} levels deep; at most ${maxDepth} are allowed`));
       if (aliases > maxAliases) context.reportError(tooBig(`the query has ${aliases} aliases (fragments counted at every use); at most ${maxAliases} are allowed`));
       if (fields > maxFields) context.reportError(tooBig(`the query selects ${fields} fields (fragments counted at every use); at most ${maxFields} are allowed`));

@@ -1,5 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
-import { isoDate } from '../shared/present.js';
+import { isoDate } from '../db/wire.js';
 import { checkDate } from '../shared/values.js';
 
 /**

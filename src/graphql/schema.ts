@@ -1,42 +1,34 @@
 import 'reflect-metadata';
-import { GraphQLObjectType, printSchema, type GraphQLSchema } from 'graphql';
-import { buildSchema, getMetadataStorage } from 'type-graphql';
-import { ApplicationResolver } from '../applications/application.graphql.js';
-import { AuditResolver } from '../audit/audit.graphql.js';
-import { LinkResolver, UserLinksResolver } from '../links/link.graphql.js';
-import { RoleResolver } from '../roles/role.graphql.js';
-import { TokenResolver, UserTokensResolver } from '../tokens/token.graphql.js';
-import { UserResolver } from '../users/user.graphql.js';
+import { printSchema, type GraphQLSchema } from 'graphql';
+import { buildSchema } from 'type-graphql';
+import { applications } from '../applications/application.resource.js';
+import { auditResolver } from '../audit/audit.graphql.js';
+import { linkResolvers } from '../links/link.graphql.js';
+import { namedResolver } from '../resource/named.graphql.js';
+import { roles } from '../roles/role.resource.js';
+import { tokenResolvers } from '../tokens/token.graphql.js';
+import { userResolver } from '../users/user.graphql.js';
 
 let built: Promise<GraphQLSchema> | undefined;
 
-/** The schema, emitted from the resolver classes (built once per process). */
-export function graphQLSchema(): Promise<GraphQLSchema> {
-  // Parameter decorators run last parameter first, and type-graphql emits arguments in the order it
-  // met them; sorted by position, `updateUser(id, input)` reads in the schema as it does in the code.
-  getMetadataStorage().params.sort((a, b) => a.index - b.index);
-  built ??= buildSchema({
-    resolvers: [UserResolver, TokenResolver, UserTokensResolver, ApplicationResolver, RoleResolver, LinkResolver, UserLinksResolver, AuditResolver],
-    validate: false, // the services validate every input, for REST and GraphQL alike
-  }).then(withPlainFields);
-  return built;
-}
-
 /**
- * type-graphql gives every plain field (`User.firstName`) a resolver of its own that reads the
- * property through its middleware chain, even with no middleware; a page of 50 users with their
- * links resolves over a thousand such fields. Without a resolver graphql-js reads the property
- * itself (its default resolver), which is what those resolvers do. Field resolvers stay.
+ * The schema, emitted from the resources' GraphQL adapters (built once per process: type-graphql's
+ * metadata is global). The adapters are defined in the order the schema lists their operations.
  */
-function withPlainFields(schema: GraphQLSchema): GraphQLSchema {
-  const resolved = new Set(getMetadataStorage().fieldResolvers.map((r) => r.schemaName));
-  for (const type of Object.values(schema.getTypeMap())) {
-    if (!(type instanceof GraphQLObjectType) || type.name.startsWith('__') || type === schema.getQueryType() || type === schema.getMutationType()) continue;
-    for (const field of Object.values(type.getFields())) {
-      if (!resolved.has(field.name)) field.resolve = undefined;
-    }
-  }
-  return schema;
+export function graphQLSchema(): Promise<GraphQLSchema> {
+  built ??= (() => {
+    const resolvers = [
+      namedResolver(applications, 'applications'),
+      auditResolver(),
+      namedResolver(roles, 'roles'),
+      userResolver(),
+      ...linkResolvers(),
+      ...tokenResolvers(),
+    ] as const;
+    // The services validate every input, for REST and GraphQL alike.
+    return buildSchema({ resolvers: resolvers as unknown as [Function, ...Function[]], validate: false });
+  })();
+  return built;
 }
 
 /** schema.graphql as checked in at the repository root. */

@@ -6,41 +6,49 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { koaMiddleware } from '@as-integrations/koa';
-import { getOperationAST, Kind, parse, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, Kind, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
+import { AppError } from '../errors.js';
 import type { AppContext, AppState } from '../http/context.js';
-import { endShared, withSharedScope } from '../db/transaction.js';
-import { failureOf } from '../http/errors.js';
-import { earlyCaller, jsonBody } from '../http/middleware.js';
+import { errorHeaders, failureOf, STATUS_OF } from '../http/errors.js';
+import { readBody } from '../http/middleware.js';
+import type { Logger } from '../observability/log.js';
+import { GraphQLReadCache } from '../read-cache/graphql.js';
+import type { ReadCache } from '../read-cache/store.js';
 import type { Services } from '../services.js';
-import { AppError } from '../shared/errors.js';
-import type { Logger } from '../shared/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
-import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
-import { mutationTransactionPlugin } from './mutations.js';
-import { operationPlugin } from './operation.js';
+import { executorGateway } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
-import type { ReadCache } from '../db/read-cache.js';
-import { GraphQLResponseCache } from './response-cache.js';
+import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
+import { operationPlugin } from './operation.js';
 import { graphQLSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
-const METHODS = GRAPHQL_METHODS;
+
+/**
+ * How much parsed documents Apollo keeps (its document store), in bytes: a parsed document with its
+ * tokens takes about six times its text (measured: 9,000 texts of ~2 KB took ~84 MB of heap), so
+ * a document counts as six times its text's length and the store as a whole stays near this size,
+ * however many distinct query texts clients send.
+ */
+const DOCUMENT_STORE_BYTES = 16 * 1024 * 1024;
+const documentBytes = (document: DocumentNode) => 6 * (document.loc?.source.body.length ?? 4096);
+
+/** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
+const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
 
 /**
  * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
  * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
  * introspection meta-fields (__schema, __type, __typename), and only where introspection is on.
  */
-/** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
-const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
-
 function runsWithoutToken(ctx: AppContext): boolean {
   const params = paramsOf(ctx);
   if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
@@ -84,9 +92,9 @@ function nestingProblem(ctx: AppContext): { code: string; message: string } | nu
 }
 
 /**
- * Apollo answers some requests before any plugin sees them (variables that are
- * not JSON, a batch, a mutation over GET): their errors get the request id as well, and a 405 or
- * a 415 the code its status means.
+ * Apollo answers some requests before any plugin sees them (variables that are not JSON, a batch,
+ * a mutation over GET): their errors get the request id as well, and a 405 or a 415 the code its
+ * status means.
  */
 function completeEarlyErrors(ctx: AppContext): void {
   if (ctx.status < 400 || typeof ctx.body !== 'string') return;
@@ -120,39 +128,38 @@ function apolloLogger(log: Logger) {
 
 export interface GraphQLEndpoint {
   middleware: Middleware<AppState>;
-  /** Whether a query text has been seen and found to read only the directory (its answers are kept). */
-  knownCacheable(query: string): boolean;
   stop(): Promise<void>;
 }
 
 /**
  * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
  * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
- * so that a caller without a token learns nothing of the schema), and answers every failure in
- * GraphQL's shape. Sandbox (the landing page of GET /graphql) and introspection go together: on
- * outside production, off in production unless GRAPHQL_INTROSPECTION=true.
+ * so that a caller without a token learns nothing of the schema), serves cacheable answers, and
+ * answers every failure in GraphQL's shape. Sandbox (the landing page of GET /graphql) and
+ * introspection go together: on outside production, off in production unless GRAPHQL_INTROSPECTION=true.
  */
 export async function createGraphQL(deps: {
   db: Database;
   services: Services;
   log: Logger;
   introspection: boolean;
-  /** Answers of directory reads (src/db/read-cache.ts), shared with REST; null: off. */
-  readCache?: ReadCache | null;
+  /** Answers of cacheable reads (src/read-cache/), shared with REST; null: off. */
+  readCache: ReadCache | null;
 }): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
   const schema = await graphQLSchema();
-  const answers = deps.readCache ? new GraphQLResponseCache(schema, deps.readCache) : null;
+  const answers = deps.readCache ? new GraphQLReadCache(schema, deps.readCache) : null;
   const apollo = new ApolloServer<GraphQLContext>({
-    schema,
+    gateway: executorGateway({ schema, sql: db.sql, log }),
     logger: apolloLogger(log),
     introspection,
     // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
     hideSchemaDetailsFromClientErrors: !introspection,
     allowBatchedHttpRequests: false,
-    persistedQueries: false, // every operation comes in full; the server keeps no query cache
+    persistedQueries: false, // every operation comes in full
+    documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_BYTES, sizeCalculation: documentBytes }),
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
-    stopOnTerminationSignals: false, // run.ts owns the graceful stop (server, then Apollo, then the pool)
+    stopOnTerminationSignals: false, // the server owns the graceful stop (server, then Apollo, then the pool)
     // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
     // cookie-authenticated APIs against cross-site requests. This one authenticates by bearer
     // header only, which a cross-site page cannot make a browser send, so it guarded nothing and
@@ -160,16 +167,13 @@ export async function createGraphQL(deps: {
     csrfPrevention: false,
     includeStacktraceInErrorResponses: false,
     validationRules: [sizeLimitRule],
-    formatError: formatError({ hideSchema: !introspection }),
+    formatError,
     plugins: [
       introspection ? sandboxWithFallback() : ApolloServerPluginLandingPageDisabled(),
       operationPlugin(), // first: the plugins after it see a resolved query or mutation
       errorsPlugin(log),
       costLimitPlugin(),
-      mutationTransactionPlugin(db.orm, log),
-      // Apollo adds these by default. Cache control wraps every field resolver of the schema to
-      // collect cache hints no one reads here (a third of a 50-user page's CPU); the other three
-      // report to Apollo's cloud or serve federation, which this service does not use.
+      // Apollo adds these by default: cache hints no one reads here, and reports to Apollo's cloud.
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
@@ -182,13 +186,13 @@ export async function createGraphQL(deps: {
       const state = ctx.state as AppState;
       // The caller the HTTP layer authenticated; none (null) for introspection without a token.
       const caller = (state.caller as Caller | undefined) ?? null;
-      return { caller, requestId: state.requestId, services, loaders: new Loaders(services, caller), http: state };
+      return { caller, requestId: state.requestId, services, sql: db.sql, loaders: new Loaders(services, caller, db.sql), http: state };
     },
   }) as unknown as Middleware<AppState>;
 
   /** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
-  async function readBody(ctx: AppContext): Promise<void> {
-    await jsonBody(ctx, async () => {});
+  async function readGraphQLBody(ctx: AppContext): Promise<void> {
+    await readBody(ctx, 'json');
     const body: unknown = ctx.request.body;
     if (typeof body !== 'object' || body === null) {
       throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
@@ -197,23 +201,22 @@ export async function createGraphQL(deps: {
 
   /**
    * The caller, or null for what may run without a token. As on REST, a missing or invalid token
-   * is a 401 before anything else is said about the request (its body, its document, the schema).
+   * is a 401 before anything else is said about the request (its body, its document, the schema);
+   * with a credential, the body is read in full before the token is looked up (that statement also
+   * reads the snapshot a cached answer is served under: a body that arrives after a write must not
+   * get an answer from before it).
    */
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
     const header = authorizationOf(ctx.req);
-    // With a credential, the body is read in full before the token is looked up: that statement also
-    // reads the directory version a cached answer is served under (response-cache.ts), and a body
-    // that arrives after a write must not get an answer from before it. Its problems (400, 413, 415)
-    // still come after the token's 401.
-    const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
+    const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readGraphQLBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
     let caller: Caller;
     try {
-      caller = await (earlyCaller(ctx.req) ?? authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId));
+      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId);
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.
-      if (!(err instanceof AppError) || err.error !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
-      const readable = ctx.method !== 'POST' || (await readBody(ctx).then(() => true, () => false));
+      if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
+      const readable = ctx.method !== 'POST' || (await readGraphQLBody(ctx).then(() => true, () => false));
       if (readable && runsWithoutToken(ctx)) return null;
       throw err;
     }
@@ -222,18 +225,15 @@ export async function createGraphQL(deps: {
   }
 
   const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
+    ctx.state.route = '/graphql';
     try {
       if (ctx.method === 'OPTIONS') {
         // As on every REST path: what the endpoint serves (no CORS: Sandbox is served from here).
-        ctx.set('Allow', [...METHODS, 'OPTIONS'].join(', '));
+        ctx.set('Allow', [...GRAPHQL_METHODS, 'OPTIONS'].join(', '));
         ctx.status = 204;
         return;
       }
-      if (!METHODS.includes(ctx.method)) {
-        throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; allowed: ${METHODS.join(', ')}`, undefined, {
-          Allow: METHODS.join(', '),
-        });
-      }
+      if (!GRAPHQL_METHODS.includes(ctx.method)) throw AppError.methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const caller = await callerFor(ctx);
       if (caller) ctx.state.caller = caller;
       const tooDeep = nestingProblem(ctx);
@@ -242,33 +242,27 @@ export async function createGraphQL(deps: {
         ctx.body = { errors: [{ message: tooDeep.message, extensions: { code: tooDeep.code, requestId: ctx.state.requestId } }] };
         return;
       }
-      // A directory query answered before under the directory version this request read.
-      const cacheKey = answers?.keyOf(ctx, caller, paramsOf(ctx)) ?? null;
+      const params = paramsOf(ctx);
+      const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
+      const cacheKey = answers?.keyOf(ctx, caller, params.query, raw) ?? null;
       if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
-      // The scope a mutation's transaction lives in; settled before the answer, and never left open.
-      await withSharedScope(async () => {
+      if (ctx.method === 'HEAD') {
+        // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
+        ctx.method = 'GET';
         try {
-          if (ctx.method === 'HEAD') {
-            // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
-            ctx.method = 'GET';
-            try {
-              await serveApollo(ctx, next);
-            } finally {
-              ctx.method = 'HEAD';
-            }
-          } else {
-            await serveApollo(ctx, next);
-          }
-          completeEarlyErrors(ctx);
+          await serveApollo(ctx, next);
         } finally {
-          await endShared(false);
+          ctx.method = 'HEAD';
         }
-      });
+      } else {
+        await serveApollo(ctx, next);
+      }
+      completeEarlyErrors(ctx);
       if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
     } catch (err) {
       const known = failureOf(err, ctx, log);
-      ctx.status = known.status;
-      for (const [name, value] of Object.entries(known.headers)) ctx.set(name, value);
+      ctx.status = STATUS_OF[known.code];
+      for (const [name, value] of Object.entries(errorHeaders(known))) ctx.set(name, value);
       ctx.body = httpErrorBody(known, ctx.state.requestId);
       // GraphQL over HTTP: a client that asks for application/graphql-response+json (Apollo Client
       // 4 does) reads a non-2xx answer of that type as GraphQL errors with their codes, where an
@@ -278,5 +272,5 @@ export async function createGraphQL(deps: {
       }
     }
   };
-  return { middleware, knownCacheable: (query) => answers?.knownCacheable(query) ?? false, stop: () => apollo.stop() };
+  return { middleware, stop: () => apollo.stop() };
 }

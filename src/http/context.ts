@@ -4,13 +4,15 @@ import type { Caller } from '../auth/caller.js';
 
 export interface AppState {
   requestId: string;
-  /** Set by the authenticate middleware on every API route. */
+  /** process.hrtime.bigint() when the request arrived (the request log and metrics time it from then). */
+  started: bigint;
+  /** The authenticated caller of an API route or a GraphQL request. */
   caller: Caller;
-  /** The route template the request matched (`/user/:id`; null: none), once routeOf found it. */
+  /** The template of the route the request matched (`/user/:id`), set by the route itself. */
   route?: string | null;
   /** The GraphQL operation a /graphql request ran (for the request log and metrics). */
   graphql?: { name: string | null; type: string };
-  /** Whether a cacheable read was answered from the read cache (src/db/read-cache.ts); unset for others. */
+  /** Whether a cacheable read was answered from the read cache; unset for other requests. */
   readCache?: 'hit' | 'miss';
 }
 

@@ -1,24 +1,65 @@
-import { DriverException } from '@mikro-orm/core';
-import { requestIdFrom } from './middleware.js';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Next } from 'koa';
-import { AppError, asAppError } from '../shared/errors.js';
-import type { Logger } from '../shared/log.js';
+import { AppError, asAppError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../observability/log.js';
 import type { AppContext } from './context.js';
+import { requestIdFrom } from './middleware.js';
+
+/** The HTTP status of each error code. */
+export const STATUS_OF: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  HEADERS_TOO_LARGE: 431,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+};
+
+/** What a 503's Retry-After says: a database outage is usually over in seconds. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The headers an error's answer carries (SPEC §2, §6, §8): WWW-Authenticate on a 401 (plain
+ * `Bearer` when no credential was sent) and a 403, Allow on a 405, Retry-After on a 503.
+ */
+export function errorHeaders(error: AppError): Record<string, string> {
+  switch (error.code) {
+    case 'UNAUTHORIZED':
+      return { 'WWW-Authenticate': error.info.credential === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' };
+    case 'FORBIDDEN':
+      return { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${error.info.permission}"` };
+    case 'METHOD_NOT_ALLOWED':
+      return { Allow: (error.info.allow ?? []).join(', ') };
+    case 'UNAVAILABLE':
+      return { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+    default:
+      return {};
+  }
+}
+
+/** Puts an error on a Koa answer: its status, its headers, and `body` (REST's JSON error body by default). */
+export function sendError(ctx: AppContext, error: AppError, body: unknown = errorBody(error, ctx.state.requestId)): void {
+  ctx.status = STATUS_OF[error.code];
+  for (const [name, value] of Object.entries(errorHeaders(error))) ctx.set(name, value);
+  ctx.body = body;
+}
 
 /** The JSON error body of SPEC §6. */
-function send(ctx: AppContext, error: AppError): void {
-  ctx.status = error.status;
-  for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
-  ctx.body = {
-    code: error.status,
-    error: error.error,
-    message: error.message,
-    requestId: ctx.state.requestId,
-    ...(error.details ? { details: error.details } : {}),
-  };
-}
+export const errorBody = (error: AppError, requestId: string) => ({
+  code: STATUS_OF[error.code],
+  error: error.code,
+  message: error.message,
+  requestId,
+  ...(error.details ? { details: error.details } : {}),
+});
 
 /**
  * What a failure of this request means to its caller. One that is not a known AppError is a bug:
@@ -28,13 +69,13 @@ function send(ctx: AppContext, error: AppError): void {
 export function failureOf(err: unknown, ctx: AppContext, log: Logger): AppError {
   const known = asAppError(err);
   if (known) return known;
-  const e = err as Error;
+  const e = err as Error & { code?: unknown };
   log.error('request failed', {
     requestId: ctx.state.requestId,
     method: ctx.method,
     route: ctx.path,
     error: e?.name,
-    ...(err instanceof DriverException ? { code: (err as { code?: string }).code } : { message: e?.message, stack: e?.stack }),
+    ...(e?.code !== undefined ? { code: e.code } : { message: e?.message, stack: e?.stack }),
   });
   return new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it');
 }
@@ -50,13 +91,13 @@ export function errorHandler(log: Logger) {
         const allow = String(ctx.response.get('Allow') ?? '');
         if (ctx.status === 404 || ((ctx.status === 405 || ctx.status === 501) && !allow)) {
           ctx.remove('Allow');
-          send(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
+          sendError(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
         } else if (ctx.status === 405 || ctx.status === 501) {
-          send(ctx, new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; allowed: ${allow}`, undefined, { Allow: allow }));
+          sendError(ctx, AppError.methodNotAllowed(ctx.method, allow.split(/,\s*/)));
         }
       }
     } catch (err) {
-      send(ctx, failureOf(err, ctx, log));
+      sendError(ctx, failureOf(err, ctx, log));
     }
   };
 }
@@ -64,49 +105,30 @@ export function errorHandler(log: Logger) {
 /** The most a request line and its headers may take (the server's maxHeaderSize). */
 export const MAX_HEADER_BYTES = 64 * 1024;
 
-/**
- * Requests that Node's HTTP parser refuses before Koa sees them (a header with control characters,
- * headers over 64 KiB, a request that did not arrive in time) still get the JSON error body and an
- * X-Request-Id, then the connection closes (the parser cannot know where the next request starts).
- */
-export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  // An answer to an earlier request on this connection is still being made (a pipelined request
-  // went wrong): writing now would look like that answer. Close, as Node does.
-  if (!socket.writable || err.code === 'ECONNRESET' || (socket as { _httpMessage?: unknown })._httpMessage) {
-    socket.destroy();
-    return;
-  }
-  const error =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? new AppError('HEADERS_TOO_LARGE', `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`)
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
-        : AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');
-  answerOnSocket(socket, error);
+/** The JSON answer to a request Node's parser refused (a header with control characters, headers over 64 KiB, a request that came too slowly). */
+export function clientErrorAnswer(err: Error & { code?: string }): AppError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return new AppError('HEADERS_TOO_LARGE', `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`);
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time');
+  return AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');
 }
 
-/**
- * CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa; without an answer Node closes
- * the socket silently. This service is no proxy: a 405 with the JSON body.
- */
-export function answerConnect(req: { headers: Record<string, unknown> }, socket: Duplex): void {
+/** CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa: this service is no proxy. */
+export const CONNECT_REFUSED = new AppError('METHOD_NOT_ALLOWED', 'CONNECT is not allowed: this service is not a proxy', undefined, {
+  allow: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+});
+
+/** Writes a complete JSON error answer straight onto a socket and closes it (Node's own answers bypass Koa). */
+export function answerOnSocket(socket: Duplex, error: AppError, givenRequestId?: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const error = new AppError('METHOD_NOT_ALLOWED', 'CONNECT is not allowed: this service is not a proxy', undefined, {
-    Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
-  });
-  answerOnSocket(socket, error, typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined);
-}
-
-/** Writes a complete JSON error answer straight onto a socket and closes it. */
-function answerOnSocket(socket: Duplex, error: AppError, givenRequestId?: string): void {
   const requestId = requestIdFrom(givenRequestId);
-  const body = JSON.stringify({ code: error.status, error: error.error, message: error.message, requestId });
-  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const status = STATUS_OF[error.code];
+  const body = JSON.stringify({ code: status, error: error.code, message: error.message, requestId });
+  const headers = Object.entries(errorHeaders(error)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${headers}Connection: close\r\n\r\n${body}`,
   );
 }

@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import bodyParser from 'koa-bodyparser';
 import type { Next } from 'koa';
-import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
-import type { Caller } from '../auth/caller.js';
-import type { Database } from '../db/database.js';
-import { AppError } from '../shared/errors.js';
-import type { Logger } from '../shared/log.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../observability/log.js';
 import type { DatabaseOutage } from '../observability/outage.js';
 import type { AppContext } from './context.js';
 
@@ -17,112 +13,47 @@ export function requestIdFrom(given: string | undefined): string {
   return given && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/**
- * What the read cache's early answer (front-cache.ts) found out about a request before it handed
- * the request to the Koa app: its id, and its bearer token's lookup, under way or done. The app
- * goes on with them rather than making a second id or sending the lookup a second time.
- */
-export interface EarlyRequest {
-  requestId: string;
-  /** process.hrtime.bigint() when the request arrived: the log and metrics time it from then. */
-  started: bigint;
-  /** Absent when the request was handed over before its token was looked up. */
-  caller?: Promise<Caller>;
-}
-
-const early = new WeakMap<IncomingMessage, EarlyRequest>();
-
-/** Hands a request to the app with what was found out about it before (see EarlyRequest). */
-export function handOver(req: IncomingMessage, found: EarlyRequest): void {
-  early.set(req, found);
-}
-
-/** The bearer lookup front-cache.ts made for a request it handed over, if it made one. */
-export const earlyCaller = (req: IncomingMessage): Promise<Caller> | undefined => early.get(req)?.caller;
-
-/** When a request arrived: when it reached the server, for one handed over by front-cache.ts. */
-export const arrivalOf = (req: IncomingMessage): bigint => early.get(req)?.started ?? process.hrtime.bigint();
-
 /** X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every answer. */
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
-  ctx.state.requestId = early.get(ctx.req)?.requestId ?? requestIdFrom(ctx.get('X-Request-Id'));
+  ctx.state.requestId = requestIdFrom(ctx.get('X-Request-Id'));
+  ctx.state.started = process.hrtime.bigint();
   ctx.set('X-Request-Id', ctx.state.requestId);
   await next();
 }
 
-/** The app's route templates, and a matcher by path and method (installed on the context by app.ts). */
-export interface RouteTemplates {
-  templates: ReadonlySet<string>;
-  match(path: string, method: string): string | undefined;
-}
-
 /**
- * The route template a request matched (`/user/:id`), or null (an unknown path), found once the
- * answer is made and kept. The router notes it for a request that reached its handler; one refused
- * before (a 401 from authentication, a 415 from the body reader) only has the path of the
- * router-level middleware, so the routes are matched again, for those requests alone.
+ * The route template a request matched (`/user/:id`), or null (an unknown path): the route's own,
+ * or for a method the path does not serve (a 405), the template of a route on that path.
  */
 export function routeOf(ctx: AppContext): string | null {
   if (ctx.state.route !== undefined) return ctx.state.route;
-  const noted = (ctx as { _matchedRoute?: string })._matchedRoute;
-  const routes = (ctx as { routes?: RouteTemplates }).routes;
-  const route = noted && (!routes || routes.templates.has(noted)) ? noted : (routes?.match(ctx.path, ctx.method) ?? null);
-  ctx.state.route = route;
-  return route;
-}
-
-/** What the request log says of one answered request. */
-export interface AnsweredRequest {
-  requestId: string;
-  method: string;
-  /** The route template, or null when no route matched (the path is logged instead). */
-  route: string | null;
-  path: string;
-  status: number;
-  /** process.hrtime.bigint() when the request arrived. */
-  started: bigint;
-  operation?: { name: string | null; type: string };
-  readCache?: 'hit' | 'miss';
+  const byPath = (ctx as { matched?: { path: string | RegExp; methods: string[] }[] }).matched?.filter((layer) => layer.methods.length > 0).at(-1);
+  return byPath ? String(byPath.path) : null;
 }
 
 /**
  * One line per request: method, route template (the path itself only when no route matched;
  * never the query string: filters may hold token values), status, time, and for /graphql the
- * operation's name and type. Written by the access log below, and by the read cache's early answer
- * (front-cache.ts), which answers before the Koa app.
+ * operation's name and type. Also where a database outage starts and ends (one line each).
  */
-export function logAnswered(log: Logger, request: AnsweredRequest): void {
-  const { operation } = request;
-  log.info('request', {
-    requestId: request.requestId,
-    method: request.method,
-    ...(request.route ? { route: request.route } : { path: request.path.slice(0, 200) }),
-    status: request.status,
-    ms: Number((process.hrtime.bigint() - request.started) / 1000n) / 1000,
-    ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
-    ...(request.readCache ? { readCache: request.readCache } : {}),
-  });
-}
-
-/** The request log of the Koa app (logAnswered), and the database outage's start and end. */
 export function accessLog(log: Logger, outage: DatabaseOutage) {
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
-    const started = arrivalOf(ctx.req);
     try {
       await next();
     } finally {
       if (ctx.status === 503) outage.failed(ctx.state.requestId);
       // Its token was read from the database, or the readiness probe reached it.
       else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
-      logAnswered(log, {
+      const route = routeOf(ctx);
+      const operation = ctx.state.graphql;
+      log.info('request', {
         requestId: ctx.state.requestId,
         method: ctx.method,
-        route: routeOf(ctx),
-        path: ctx.path,
+        ...(route ? { route } : { path: ctx.path.slice(0, 200) }),
         status: ctx.status,
-        started,
-        operation: ctx.state.graphql,
-        readCache: ctx.state.readCache,
+        ms: Number((process.hrtime.bigint() - ctx.state.started) / 1000n) / 1000,
+        ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
+        ...(ctx.state.readCache ? { readCache: ctx.state.readCache } : {}),
       });
     }
   };
@@ -146,13 +77,8 @@ export async function trimTrailingSlash(ctx: AppContext, next: Next): Promise<vo
   await next();
 }
 
-/** Resolves the bearer token into `ctx.state.caller` (401 otherwise). */
-export function requireCaller(db: Pick<Database, 'orm' | 'keyring'>) {
-  return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
-    ctx.state.caller = await (earlyCaller(ctx.req) ?? authenticate(db, authorizationOf(ctx.req), clientOf(ctx.req.headers), ctx.state.requestId));
-    await next();
-  };
-}
+/** The bodies a route reads: JSON (every API route), or JSON and forms (the OAuth RFCs send forms). */
+export type BodyKind = 'json' | 'form';
 
 /** A body parser for JSON (and, where asked, form) bodies of at most 1 MiB. */
 const bodyReader = (types: ('json' | 'form')[]) =>
@@ -167,35 +93,30 @@ const bodyReader = (types: ('json' | 'form')[]) =>
     ...({ onProtoPoisoning: 'remove' } as object),
     // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
     onerror: (err: Error & { status?: number; type?: string }) => {
-      if (err.status === 413 || err.type === 'entity.too.large') {
-        throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
-      }
+      if (err.status === 413 || err.type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
       if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
-      // stream.not.readable: the client left after front-cache.ts had read the body (see there).
-      if (err.type === 'request.aborted' || err.type === 'stream.not.readable') throw AppError.badRequest('the request body was cut short');
+      if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
       throw AppError.badRequest(types.includes('form') ? 'the request body is not valid JSON or form data' : 'the request body is not valid JSON');
     },
   });
-const parseJson = bodyReader(['json']);
-const parseFormOrJson = bodyReader(['json', 'form']);
+const parsers = { json: bodyReader(['json']), form: bodyReader(['json', 'form']) };
+const accepted = { json: ['application/json', 'application/*+json'], form: ['application/json', 'application/*+json', 'application/x-www-form-urlencoded'] };
+const refused = {
+  json: 'the request body must be JSON (Content-Type: application/json)',
+  form: 'the request body must be application/x-www-form-urlencoded or JSON',
+};
 
 /** Whether the request declares a body (a length, or chunks). */
 const hasBody = (ctx: AppContext) => Boolean(ctx.request.length || ctx.get('Transfer-Encoding'));
 
-/** JSON bodies only (415 for any other declared type), at most 1 MiB (413). */
-export async function jsonBody(ctx: AppContext, next: Next): Promise<void> {
-  if (hasBody(ctx) && !ctx.is('application/json', 'application/*+json')) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
-  }
-  await parseJson(ctx, next);
-}
-
-/** JSON or form bodies (the OAuth RFCs send forms), at most 1 MiB; 415 for any other type. */
-export async function formOrJsonBody(ctx: AppContext, next: Next): Promise<void> {
-  if (hasBody(ctx) && !ctx.is('application/json', 'application/*+json', 'application/x-www-form-urlencoded')) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/x-www-form-urlencoded or JSON');
-  }
-  await parseFormOrJson(ctx, next);
+/**
+ * Reads the request's body into `ctx.request.body` (415 for another declared type, 413 over 1 MiB,
+ * 400 when it does not parse), and resolves once it is in: a request's answer never starts before
+ * its whole body arrived.
+ */
+export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
+  if (hasBody(ctx) && !ctx.is(...accepted[kind])) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
+  await parsers[kind](ctx, async () => {});
 }
 
 /**

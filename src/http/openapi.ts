@@ -1,19 +1,22 @@
-import type Router from '@koa/router';
-import type { FieldKind, ListFields } from '../list/list.js';
-import { LIST_LIMITS } from '../list/list.js';
-import { LINK_RIGHT_BODY, USER_APPLICATION_LIST_FIELDS, USER_ROLE_LIST_FIELDS } from '../links/link.service.js';
-import { NAMED_LIST_FIELDS, NAMED_WRITABLE } from '../shared/named-record.js';
-import type { WritableField, WritableFields } from '../shared/input.js';
-import { TOKEN_LIST_FIELDS, TOKEN_WRITABLE } from '../tokens/token.service.js';
-import { USER_LIST_FIELDS, USER_STATUS_BODY, USER_WRITABLE } from '../users/user.service.js';
+import { applications } from '../applications/application.resource.js';
+import { AUDIT_ACTIONS, auditEvents } from '../audit/audit.resource.js';
+import { LINK_RIGHT_BODY } from '../links/link.routes.js';
+import { USER_APPLICATION_LIST_FIELDS, USER_ROLE_LIST_FIELDS } from '../links/link.service.js';
+import { LIST_LIMITS, type ListFields } from '../list/list.js';
+import type { Field, FieldKind } from '../resource/field.js';
+import type { Body, Resource } from '../resource/resource.js';
+import { roles } from '../roles/role.resource.js';
+import { tokens } from '../tokens/token.resource.js';
+import { USER_STATUS_BODY } from '../users/user.routes.js';
+import { users } from '../users/user.resource.js';
 import { CORS_EXPOSED_HEADERS } from './cors.js';
-import type { AppState } from './context.js';
+import type { Method } from './routes.js';
 
 /**
- * The OpenAPI 3.1 document of the REST API (SPEC §8), built at start from the routers themselves
- * (every route they serve is in it, or the service does not start) and from the field tables the
- * service validates with (the writable fields of each body, the output and list fields of each
- * record), so the document cannot drift from what the service does.
+ * The OpenAPI 3.1 document of the REST API (SPEC §8), built at start from the route table itself
+ * (every route it serves is in it, or the service does not start) and from the resource
+ * definitions the service validates with (the writable fields of each body, the output and list
+ * fields of each record), so the document cannot drift from what the service does.
  */
 type Schema = Record<string, unknown>;
 
@@ -29,9 +32,10 @@ const ERROR_STATUSES: Record<string, string> = {
   503: 'Database unavailable (Retry-After says when to try again)',
 };
 
-function scalar(kind: FieldKind | WritableField['kind'], max?: number): Schema {
+function scalar(kind: FieldKind, max?: number): Schema {
   switch (kind) {
     case 'id':
+    case 'reference':
       return { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
     case 'int32':
       return { type: 'integer', format: 'int32' };
@@ -44,30 +48,36 @@ function scalar(kind: FieldKind | WritableField['kind'], max?: number): Schema {
     case 'string':
     case 'secret':
       return { type: 'string', ...(max ? { maxLength: max } : {}) };
+    case 'json':
+      return { type: 'object' };
   }
 }
 
+const fieldSchema = (field: Field): Schema => nullable(scalar(field.kind, field.max), field.nullable);
+
 const nullable = (schema: Schema, isNullable: boolean | undefined): Schema => (isNullable ? { ...schema, type: [schema.type, 'null'] } : schema);
 
-/** A record as the API answers it: its output fields are its list fields (SPEC §5). */
-function recordSchema(fields: ListFields, writable: WritableFields, extra: Record<string, Schema> = {}): Schema {
+/** A record as the API answers it: its output fields. */
+function recordSchema(resource: Resource): Schema {
+  const properties = Object.fromEntries(resource.output.map(([name, field]) => [name, fieldSchema(field)]));
+  return { type: 'object', properties, required: Object.keys(properties) };
+}
+
+/** The items of a user's link list: the linked record's list fields (`applicationID`, GraphQL's name of its id, aside). */
+function linkedSchema(fields: ListFields, linked: Resource): Schema {
+  const byName = new Map(linked.output);
   const properties: Record<string, Schema> = {};
   for (const [name, field] of Object.entries(fields)) {
-    if (name === 'applicationID' && !('applicationID' in writable)) continue; // a GraphQL alias of id
-    const max = writable[name]?.kind === 'string' ? (writable[name] as { max: number }).max : undefined;
-    properties[name] = nullable(scalar(field.kind, max), field.nullable);
+    if (name === 'applicationID') continue;
+    properties[name] = byName.has(name) ? fieldSchema(byName.get(name)!) : nullable(scalar(field.kind === 'secret' ? 'string' : field.kind), field.nullable);
   }
-  Object.assign(properties, extra);
   return { type: 'object', properties, required: Object.keys(properties) };
 }
 
 /** A write body: the writable fields with their checks; `required` only where create/PUT need them. */
-function writeSchema(writable: WritableFields, mode: 'create' | 'patch', withId = false): Schema {
+function writeSchema(body: Body, mode: 'create' | 'patch', withId = false): Schema {
   const properties: Record<string, Schema> = {};
-  for (const [name, field] of Object.entries(writable)) {
-    const max = field.kind === 'string' ? field.max : undefined;
-    properties[name] = nullable(scalar(field.kind, max), 'nullable' in field ? field.nullable : false);
-  }
+  for (const [name, field] of body.writable) properties[name] = fieldSchema(field);
   if (withId) {
     properties.id = {
       type: ['integer', 'null'],
@@ -75,27 +85,19 @@ function writeSchema(writable: WritableFields, mode: 'create' | 'patch', withId 
       description: 'An id reserved by "apply id" and not used yet (SPEC §4); 0 or null: the next id',
     };
   }
-  const required = mode === 'create' ? Object.entries(writable).filter(([, f]) => 'required' in f && f.required).map(([n]) => n) : [];
+  const required = mode === 'create' ? body.writable.filter(([, f]) => f.required).map(([n]) => n) : [];
   return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: true };
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: Schema) => ({ 'application/json': { schema } });
 
-interface Resource {
-  /** Path without BASE_PATH: `/user`. */
-  path: string;
-  schema: string;
-  label: string;
-  fields: ListFields;
-  writable: WritableFields;
-}
-
-const RESOURCES: Resource[] = [
-  { path: '/user', schema: 'User', label: 'user', fields: USER_LIST_FIELDS, writable: USER_WRITABLE },
-  { path: '/token', schema: 'Token', label: 'token', fields: TOKEN_LIST_FIELDS, writable: TOKEN_WRITABLE },
-  { path: '/application', schema: 'Application', label: 'application', fields: NAMED_LIST_FIELDS, writable: NAMED_WRITABLE },
-  { path: '/role', schema: 'Role', label: 'role', fields: NAMED_LIST_FIELDS, writable: NAMED_WRITABLE },
+/** The records of the REST API, each at its path (without BASE_PATH). */
+const RESOURCES: { path: string; resource: Resource }[] = [
+  { path: '/user', resource: users },
+  { path: '/token', resource: tokens },
+  { path: '/application', resource: applications },
+  { path: '/role', resource: roles },
 ];
 
 function components(): Schema {
@@ -115,8 +117,8 @@ function components(): Schema {
     Count: { type: 'integer', minimum: 0, description: 'how many records the write changed, a bare JSON number' },
     One: { const: 1, description: 'the write matched its one record' },
     IdList: { type: 'array', maxItems: 1000, items: ref('Id') },
-    LinkedApplication: recordSchema(USER_APPLICATION_LIST_FIELDS, {}),
-    LinkedRole: recordSchema(USER_ROLE_LIST_FIELDS, {}),
+    LinkedApplication: linkedSchema(USER_APPLICATION_LIST_FIELDS, applications),
+    LinkedRole: linkedSchema(USER_ROLE_LIST_FIELDS, roles),
     ApplicationLink: {
       type: 'object',
       required: ['userID', 'applicationID', 'right', 'createdAt', 'updatedAt'],
@@ -129,21 +131,13 @@ function components(): Schema {
       },
     },
     LinkRight: writeSchema(LINK_RIGHT_BODY, 'create'),
-    AuditEvent: {
-      type: 'object',
-      required: ['id', 'at', 'actorTokenID', 'actorUserID', 'requestId', 'action', 'resource', 'recordID', 'changes'],
-      properties: {
-        id: scalar('id'),
-        at: scalar('date'),
-        actorTokenID: nullable(scalar('id'), true),
-        actorUserID: nullable(scalar('id'), true),
-        requestId: nullable(scalar('string'), true),
-        action: { enum: ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] },
-        resource: { type: 'string' },
-        recordID: scalar('id'),
-        changes: { type: 'object', additionalProperties: { type: 'object', properties: { before: {}, after: {} } } },
-      },
-    },
+    AuditEvent: (() => {
+      const schema = recordSchema(auditEvents);
+      const properties = schema.properties as Record<string, Schema>;
+      properties.action = { enum: [...AUDIT_ACTIONS] };
+      properties.changes = { type: 'object', additionalProperties: { type: 'object', properties: { before: {}, after: {} } } };
+      return schema;
+    })(),
     BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
     TokenParameter: { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } } },
     Introspection: {
@@ -162,11 +156,11 @@ function components(): Schema {
     },
     UserStatus: writeSchema(USER_STATUS_BODY, 'create'),
   };
-  for (const r of RESOURCES) {
-    schemas[r.schema] = recordSchema(r.fields, r.writable);
-    schemas[`${r.schema}Create`] = writeSchema(r.writable, 'create', true);
-    schemas[`${r.schema}Replace`] = writeSchema(r.writable, 'create');
-    schemas[`${r.schema}Patch`] = writeSchema(r.writable, 'patch');
+  for (const { resource } of RESOURCES) {
+    schemas[resource.type] = recordSchema(resource);
+    schemas[`${resource.type}Create`] = writeSchema(resource, 'create', true);
+    schemas[`${resource.type}Replace`] = writeSchema(resource, 'create');
+    schemas[`${resource.type}Patch`] = writeSchema(resource, 'patch');
   }
   const parameters = {
     id: { name: 'id', in: 'path', required: true, schema: ref('Id') },
@@ -276,7 +270,8 @@ function operations(): Map<string, Schema> {
       ...errors(...WRITE_ERRORS),
     },
   });
-  for (const r of RESOURCES) {
+  for (const { path: rPath, resource } of RESOURCES) {
+    const r = { path: rPath, schema: resource.type, label: resource.label };
     ops.set(`GET ${r.path}`, listOperation(`List ${r.label}s`, ref(r.schema), false));
     ops.set(`POST ${r.path}`, {
       summary: `Create a ${r.label} (with an id reserved by apply, or the next id)`,
@@ -370,35 +365,29 @@ const PUBLIC: Record<string, Schema> = {
 };
 
 /**
- * The document for the routes the routers serve. `basePath` is the API routers' prefix; a route
- * without a description here is a bug that stops the start.
+ * The document of the routes served: `api` (the route table, below `basePath`) and `public` (the
+ * probes and documents, at the root). A route without a description here is a bug that stops the start.
  */
-export function openApiDocument(routers: { router: Router<AppState>; prefix: string }[], info: { version: string }): Schema {
+export function openApiDocument(
+  served: { api: readonly { method: Method; path: string }[]; public: readonly { method: Method; path: string }[]; basePath: string },
+  info: { version: string },
+): Schema {
   const ops = operations();
   const paths: Record<string, Record<string, Schema>> = {};
-  for (const { router, prefix } of routers) {
-    for (const layer of router.stack) {
-      if (layer.methods.length === 0) continue; // router-level middleware
-      const template = String(layer.path).replace(/:([A-Za-z]+)/g, '{$1}');
-      const key = template.slice(prefix.length) || '/';
-      for (const method of layer.methods) {
-        if (method === 'HEAD') continue;
-        const id = `${method} ${key}`;
-        const operation = ops.get(id) ?? PUBLIC[id];
-        if (!operation) throw new Error(`OpenAPI: no description of ${id}`);
-        const isPublic = id in PUBLIC;
-        (paths[template] ??= {})[method.toLowerCase()] = {
-          operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, ''),
-          ...operation,
-          ...(isPublic ? { security: [] } : {}),
-          responses: {
-            ...(operation.responses as Schema),
-            ...(isPublic ? {} : { 401: { $ref: '#/components/responses/E401' } }),
-          },
-        };
-      }
-    }
-  }
+  const describe = (method: Method, path: string, isPublic: boolean, prefix: string) => {
+    const key = path.replace(/:([A-Za-z]+)/g, '{$1}');
+    const id = `${method} ${key}`;
+    const operation = isPublic ? PUBLIC[id] : ops.get(id);
+    if (!operation) throw new Error(`OpenAPI: no description of ${id}`);
+    (paths[`${prefix}${key}`] ??= {})[method.toLowerCase()] = {
+      operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, ''),
+      ...operation,
+      ...(isPublic ? { security: [] } : {}),
+      responses: { ...(operation.responses as Schema), ...(isPublic ? {} : { 401: { $ref: '#/components/responses/E401' } }) },
+    };
+  };
+  for (const route of served.public) describe(route.method, route.path, true, '');
+  for (const route of served.api) describe(route.method, route.path, false, served.basePath);
   return {
     openapi: '3.1.0',
     info: {

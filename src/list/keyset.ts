@@ -1,6 +1,5 @@
-import { AppError, type FieldProblem } from '../shared/errors.js';
+import { AppError, type FieldProblem } from '../errors.js';
 import { checkDate } from '../shared/values.js';
-import { wireDate } from '../db/reads.js';
 import { andAll, compileQuery, LIST_LIMITS, type CompiledQuery, type ListFields, type OrderKey, type SortKey, type SqlFragment } from './list.js';
 
 /**
@@ -122,8 +121,8 @@ export function cursorOf(order: readonly SortKey[], row: Record<string, unknown>
   const values = order.map((k, i) => {
     const v = row[`k${i}`];
     if (v === null || v === undefined) return null;
-    if (k.kind === 'date') return wireDate(String(v));
-    if (k.kind === 'string') return String(v);
+    // Dates come in the wire format already (the pool's parser of timestamptz).
+    if (k.kind === 'date' || k.kind === 'string') return String(v);
     return Number(v);
   });
   return Buffer.from(JSON.stringify([signatureOf(order), ...values])).toString('base64url');
@@ -168,6 +167,15 @@ function decodeCursor(cursor: string, name: string, order: readonly SortKey[], p
   return values;
 }
 
+/** A row without the sort values it was selected with (k0, k1, …) and its parent's id (nested pages). */
+function withoutSortKeys(keys: number, row: Record<string, unknown>): Record<string, unknown> {
+  const record = { ...row };
+  for (let i = 0; i < keys; i++) delete record[`k${i}`];
+  delete record.parent_id;
+  delete record.rn;
+  return record;
+}
+
 /**
  * Edges and page info from the rows a keyset query returned (at most `limit + 1`, in the query's
  * order: reversed for a backward page).
@@ -181,7 +189,7 @@ export function connectionOf<T>(
   const more = rows.length > keyset.limit;
   const kept = more ? rows.slice(0, keyset.limit) : rows;
   if (keyset.backward) kept.reverse();
-  const edges = kept.map((row) => ({ cursor: cursorOf(keyset.order, row), node: toNode(row) }));
+  const edges = kept.map((row) => ({ cursor: cursorOf(keyset.order, row), node: toNode(withoutSortKeys(keyset.order.length, row)) }));
   return {
     edges,
     pageInfo: {

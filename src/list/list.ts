@@ -1,4 +1,4 @@
-import { AppError, type FieldProblem } from '../shared/errors.js';
+import { AppError, type FieldProblem } from '../errors.js';
 import { parseFilterExpression } from './expression.js';
 import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checked } from '../shared/values.js';
 

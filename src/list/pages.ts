@@ -1,4 +1,5 @@
-import { idArray, whereSql, type Rows } from '../db/reads.js';
+import type { Sql } from '../db/sql.js';
+import { idArray } from '../db/wire.js';
 import { connectionOf, sortColumns, type CompiledKeyset, type Connection } from './keyset.js';
 import { andAll, orderSql, type CompiledList, type Page, type SqlFragment } from './list.js';
 
@@ -12,21 +13,23 @@ export interface NestedSource<R> {
   parentColumn: string;
   /** What makes a row live (and its linked record, for a link). */
   live: SqlFragment;
-  fromRow(row: never): R;
+  fromRow(row: Record<string, unknown>): R;
 }
+
+const whereSql = (where: SqlFragment) => ` where ${where.sql}`;
 
 /** The rows of the given parents that are live and pass the filter (without any page bound). */
 const ofParents = (source: NestedSource<unknown>, parentIds: readonly number[], filter: SqlFragment | null): SqlFragment =>
   andAll({ sql: `${source.parentColumn} = any(?::bigint[])`, params: [idArray(parentIds)] }, source.live, filter)!;
 
 /** Each parent's number of rows (absent: none), one grouped count; null when not asked for. */
-async function totalsByParent(rows: Rows, source: NestedSource<unknown>, parent: SqlFragment, count: boolean): Promise<Map<number, number> | null> {
+async function totalsByParent(sql: Sql, source: NestedSource<unknown>, parent: SqlFragment, count: boolean): Promise<Map<number, number> | null> {
   if (!count) return null;
-  const counted = await rows<{ parent_id: string; total: string }>(
+  const counted = await sql.rows<{ parent_id: number; total: number }>(
     `select ${source.parentColumn} as parent_id, count(*) as total from ${source.from}${whereSql(parent)} group by ${source.parentColumn}`,
     parent.params,
   );
-  return new Map(counted.map((row) => [Number(row.parent_id), Number(row.total)]));
+  return new Map(counted.map((row) => [row.parent_id, row.total]));
 }
 
 /**
@@ -36,26 +39,22 @@ async function totalsByParent(rows: Rows, source: NestedSource<unknown>, parent:
  * total in a second one (a grouped count) sent at the same time. Only the requested pages leave
  * the database, however many rows a parent has.
  */
-export async function pagesByParent<R>(
-  rows: Rows,
-  source: NestedSource<R>,
-  parentIds: readonly number[],
-  list: CompiledList,
-  count: boolean,
-): Promise<Map<number, Page<R>>> {
+export async function pagesByParent<R>(sql: Sql, source: NestedSource<R>, parentIds: readonly number[], list: CompiledList, count: boolean): Promise<Map<number, Page<R>>> {
   const parent = ofParents(source, parentIds, list.where);
-  const pageRows = rows<Record<string, unknown>>(
+  const pageRows = sql.rows<Record<string, unknown>>(
     `select * from (select ${source.columns}, ${source.parentColumn} as parent_id, ` +
       `row_number() over (partition by ${source.parentColumn} order by ${orderSql(list.order)}) as rn ` +
       `from ${source.from}${whereSql(parent)}) p where p.rn > ? and p.rn <= ? order by p.parent_id, p.rn`,
     [...parent.params, list.offset, list.offset + list.limit],
   );
-  const [found, totals] = await Promise.all([pageRows, totalsByParent(rows, source, parent, count)]);
+  const [found, totals] = await Promise.all([pageRows, totalsByParent(sql, source, parent, count)]);
   const pages = new Map<number, Page<R>>(
     parentIds.map((id) => [id, { total: totals ? (totals.get(id) ?? 0) : null, page: list.page, pageSize: list.pageSize, data: [] }]),
   );
-  const fromRow = source.fromRow as (row: unknown) => R;
-  for (const row of found) pages.get(Number(row.parent_id))?.data.push(fromRow(row));
+  for (const row of found) {
+    const { parent_id: parentId, rn: _rn, ...record } = row;
+    pages.get(parentId as number)?.data.push(source.fromRow(record));
+  }
   return pages;
 }
 
@@ -64,7 +63,7 @@ export async function pagesByParent<R>(
  * same partitioned statement as pagesByParent, bounded by the cursors instead of an offset.
  */
 export async function connectionsByParent<R>(
-  rows: Rows,
+  sql: Sql,
   source: NestedSource<R>,
   parentIds: readonly number[],
   keyset: CompiledKeyset,
@@ -72,15 +71,14 @@ export async function connectionsByParent<R>(
 ): Promise<Map<number, Connection<R>>> {
   const parent = ofParents(source, parentIds, keyset.where);
   const bounded = andAll(parent, keyset.bound)!;
-  const pageRows = rows<Record<string, unknown>>(
+  const pageRows = sql.rows<Record<string, unknown>>(
     `select * from (select ${source.columns}, ${sortColumns(keyset.order)}, ${source.parentColumn} as parent_id, ` +
       `row_number() over (partition by ${source.parentColumn} order by ${orderSql(keyset.order, keyset.backward)}) as rn ` +
       `from ${source.from}${whereSql(bounded)}) p where p.rn <= ? order by p.parent_id, p.rn`,
     [...bounded.params, keyset.limit + 1],
   );
-  const [found, totals] = await Promise.all([pageRows, totalsByParent(rows, source, parent, count)]);
+  const [found, totals] = await Promise.all([pageRows, totalsByParent(sql, source, parent, count)]);
   const byParent = new Map<number, Record<string, unknown>[]>(parentIds.map((id) => [id, []]));
-  for (const row of found) byParent.get(Number(row.parent_id))?.push(row);
-  const fromRow = source.fromRow as (row: unknown) => R;
-  return new Map(parentIds.map((id) => [id, connectionOf(keyset, byParent.get(id)!, fromRow, totals ? (totals.get(id) ?? 0) : null)]));
+  for (const row of found) byParent.get(row.parent_id as number)?.push(row);
+  return new Map(parentIds.map((id) => [id, connectionOf(keyset, byParent.get(id)!, source.fromRow, totals ? (totals.get(id) ?? 0) : null)]));
 }

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import type { AppState } from '../http/context.js';
-import { arrivalOf, routeOf } from '../http/middleware.js';
+import { routeOf } from '../http/middleware.js';
 
 /**
  * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
@@ -15,8 +15,6 @@ export interface Metrics {
   middleware: Middleware<AppState>;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
-  /** Counts a request answered before the Koa app (a read-cache hit: src/http/front-cache.ts). */
-  answered(method: string, route: string, status: number, started: bigint, readCache?: 'hit' | 'miss', operation?: { name: string | null; type: string }): void;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -53,18 +51,17 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   });
   const cacheLookups = new Counter({
     name: 'read_cache_lookups_total',
-    help: 'Cacheable directory reads (REST and GraphQL), by whether the read cache answered them (hit) or not (miss)',
+    help: 'Cacheable reads (REST and GraphQL), by whether the read cache answered them (hit) or not (miss)',
     labelNames: ['result'] as const,
     registers: [registry],
   });
-  const pool = (name: string, help: string, read: (stats: NonNullable<ReturnType<Database['poolStats']>>) => number) =>
+  const pool = (name: string, help: string, read: (stats: ReturnType<Database['poolStats']>) => number) =>
     new Gauge({
       name,
       help,
       registers: [registry],
       collect() {
-        const stats = db.poolStats();
-        this.set(stats ? read(stats) : 0);
+        this.set(read(db.poolStats()));
       },
     });
   pool('db_pool_connections', 'Open database connections', (s) => s.size);
@@ -73,23 +70,19 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   pool('db_pool_waiting', 'Requests waiting for a database connection', (s) => s.waiting);
   pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
 
-  const answered: Metrics['answered'] = (method, route, status, started, readCache, operation) => {
-    const labels = { method, route, status: String(status) };
-    duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-    requests.inc(labels);
-    if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
-    if (readCache) cacheLookups.inc({ result: readCache });
-  };
   return {
     middleware: async function observe(ctx, next) {
-      const started = arrivalOf(ctx.req);
       try {
         await next();
       } finally {
-        answered(ctx.method, routeOf(ctx) ?? 'unmatched', ctx.status, started, ctx.state.readCache, ctx.state.graphql);
+        const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
+        duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
+        requests.inc(labels);
+        const operation = ctx.state.graphql;
+        if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
+        if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
       }
     },
-    answered,
     endpoint: async function metricsEndpoint(ctx) {
       ctx.set('Content-Type', registry.contentType);
       ctx.body = await registry.metrics();

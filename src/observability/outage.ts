@@ -1,4 +1,4 @@
-import type { Logger } from '../shared/log.js';
+import type { Logger } from './log.js';
 
 /**
  * One `warn` line when the database becomes unavailable and one when it is back (SPEC §8), instead

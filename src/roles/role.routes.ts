@@ -1,7 +1,6 @@
-import type Router from '@koa/router';
-import type { AppState } from '../http/context.js';
-import { crudRoutes } from '../http/crud-routes.js';
-import type { RoleService } from './role.service.js';
+import type { Sql } from '../db/sql.js';
+import { recordRoutes } from '../http/record-routes.js';
+import type { RouteSpec } from '../http/routes.js';
+import type { NamedService } from '../resource/named.js';
 
-export const roleRoutes = (roles: RoleService, basePath: string): Router<AppState> =>
-  crudRoutes({ path: '/role', basePath, service: roles });
+export const roleRoutes = (roles: NamedService, sql: Sql, basePath: string): RouteSpec[] => recordRoutes({ path: '/role', basePath, service: roles, sql, cacheable: true });

@@ -1,4 +1,4 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Sql } from '../db/sql.js';
 import { ConfigError } from '../config.js';
 import { keyIdSql, type Keyring } from './secrets.js';
 
@@ -10,7 +10,7 @@ const SEAL = `update tokens
   where id = ?`;
 
 /** The four stored forms of a token's two secrets under the current key, and its id. */
-function sealed(keyring: Keyring, id: string, accessToken: string, refreshToken: string): unknown[] {
+function sealed(keyring: Keyring, id: number, accessToken: string, refreshToken: string): unknown[] {
   return [
     keyring.hash('accessToken', accessToken),
     keyring.seal('accessToken', accessToken),
@@ -27,12 +27,12 @@ function sealed(keyring: Keyring, id: string, accessToken: string, refreshToken:
  * batches, each in its own transaction, so an interrupted start resumes where it stopped.
  * Returns the number of rows converted.
  */
-export async function convertPlainTokens(orm: MikroORM, keyring: Keyring): Promise<number> {
+export async function convertPlainTokens(sql: Sql, keyring: Keyring): Promise<number> {
   let converted = 0;
-  let after = '0';
+  let after = 0;
   for (;;) {
-    const done = await orm.em.fork().transactional(async (em) => {
-      const rows = await em.execute<{ id: string; access_token: string; refresh_token: string | null }[]>(
+    const done = await sql.transaction(async (tx) => {
+      const rows = await tx.rows<{ id: number; access_token: string; refresh_token: string | null }>(
         `select id, access_token, refresh_token from tokens
           where id > ? and (access_token_cipher is null or access_token is not null or refresh_token is not null)
           order by id limit ${BATCH} for update`,
@@ -40,7 +40,7 @@ export async function convertPlainTokens(orm: MikroORM, keyring: Keyring): Promi
       );
       for (const row of rows) {
         // A row converted by an earlier, interrupted start but not yet emptied keeps its ciphertexts.
-        await em.execute(`${SEAL.replace('where id = ?', ', access_token = null, refresh_token = null where id = ?')}`, sealed(keyring, row.id, row.access_token, row.refresh_token ?? ''));
+        await tx.rows(`${SEAL.replace('where id = ?', ', access_token = null, refresh_token = null where id = ?')}`, sealed(keyring, row.id, row.access_token, row.refresh_token ?? ''));
       }
       return rows;
     });
@@ -56,10 +56,10 @@ export async function convertPlainTokens(orm: MikroORM, keyring: Keyring): Promi
  * every token and write new ones under a second key beside the unreadable ones, so the start stops
  * here with a message that names the key ids found and held (never the keys).
  */
-export async function checkTokenKeys(orm: MikroORM, keyring: Keyring): Promise<void> {
+export async function checkTokenKeys(sql: Sql, keyring: Keyring): Promise<void> {
   const held = keyring.hexIds;
   const marks = held.map(() => '?').join(', ');
-  const [row] = await orm.em.fork().execute<{ key_id: string; n: string }[]>(
+  const [row] = await sql.rows<{ key_id: string; n: number }>(
     `select k.key_id, (select count(*) from tokens where ${keyIdSql('access_token_cipher')} = k.key_id) as n
        from (select ${keyIdSql('access_token_cipher')} as key_id from tokens
               where ${keyIdSql('access_token_cipher')} not in (${marks}) or ${keyIdSql('refresh_token_cipher')} not in (${marks})
@@ -87,14 +87,14 @@ export interface Rotation {
  * them) that is not under the current key yet, opening it with TOKEN_KEY_PREVIOUS. In batches, each
  * in its own transaction with its rows locked, so it can run beside the service and be run again.
  */
-export async function rotateTokenKeys(orm: MikroORM, keyring: Keyring): Promise<Rotation> {
+export async function rotateTokenKeys(sql: Sql, keyring: Keyring): Promise<Rotation> {
   // The keys were checked against every stored token by the migrate() this runs after.
   const current = keyring.current.hexId;
   let changed = 0;
-  let after = '0';
+  let after = 0;
   for (;;) {
-    const done = await orm.em.fork().transactional(async (em) => {
-      const rows = await em.execute<{ id: string; access_token_cipher: Buffer; refresh_token_cipher: Buffer }[]>(
+    const done = await sql.transaction(async (tx) => {
+      const rows = await tx.rows<{ id: number; access_token_cipher: Buffer; refresh_token_cipher: Buffer }>(
         `select id, access_token_cipher, refresh_token_cipher from tokens
           where id > ? and (${keyIdSql('access_token_cipher')} <> ? or ${keyIdSql('refresh_token_cipher')} <> ?)
           order by id limit ${BATCH} for update`,
@@ -103,7 +103,7 @@ export async function rotateTokenKeys(orm: MikroORM, keyring: Keyring): Promise<
       for (const row of rows) {
         const accessToken = keyring.open('accessToken', row.access_token_cipher);
         const refreshToken = keyring.open('refreshToken', row.refresh_token_cipher);
-        await em.execute(SEAL, sealed(keyring, row.id, accessToken, refreshToken));
+        await tx.rows(SEAL, sealed(keyring, row.id, accessToken, refreshToken));
       }
       return rows;
     });
@@ -111,6 +111,6 @@ export async function rotateTokenKeys(orm: MikroORM, keyring: Keyring): Promise<
     if (done.length < BATCH) break;
     after = done[done.length - 1].id;
   }
-  const [{ total }] = await orm.em.fork().execute<{ total: string }[]>('select count(*) as total from tokens');
-  return { changed, unchanged: Number(total) - changed };
+  const [{ total }] = await sql.rows<{ total: number }>('select count(*) as total from tokens');
+  return { changed, unchanged: total - changed };
 }

@@ -1,13 +1,19 @@
-import type Router from '@koa/router';
-import type { AppState } from '../http/context.js';
-import { crudRoutes } from '../http/crud-routes.js';
+import type { Sql } from '../db/sql.js';
+import { recordRoutes } from '../http/record-routes.js';
+import type { RouteSpec } from '../http/routes.js';
 import type { TokenService } from './token.service.js';
 
-/** /token/… and /apply/token/id/, and DELETE /token/?filter=… (bulk revoke). */
-export function tokenRoutes(tokens: TokenService, basePath: string): Router<AppState> {
-  const router = crudRoutes({ path: '/token', basePath, service: tokens, applyPath: '/apply/token/id' });
-  router.delete('/token', async (ctx) => {
-    ctx.body = await tokens.destroyMatching(ctx.state.caller, ctx.query.filter);
-  });
-  return router;
+/** /token/… and /apply/token/id/, and DELETE /token/?filter=… (bulk revoke). Token reads are never cached (they expire by the clock). */
+export function tokenRoutes(tokens: TokenService, sql: Sql, basePath: string): RouteSpec[] {
+  return [
+    ...recordRoutes({ path: '/token', basePath, service: tokens, sql, applyPath: '/apply/token/id' }),
+    {
+      method: 'DELETE',
+      path: '/token',
+      permission: 'token:write',
+      handle: async (ctx, caller) => {
+        ctx.body = await tokens.destroyMatching(caller, sql, ctx.query.filter);
+      },
+    },
+  ];
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/server.js';
-import { createLogger } from '../../src/shared/log.js';
+import { createLogger } from '../../src/observability/log.js';
 
 /**
  * Starts the real service (real Koa app over real HTTP) on a database of its own:
@@ -63,6 +63,10 @@ export interface Reply {
 }
 
 const ADMIN_URL = process.env.DATABASE_URL;
+
+/** pg's own parsers, but dates, timestamps and intervals kept as the text PostgreSQL sends. */
+const RAW_TYPES = new pg.TypeOverrides();
+for (const oid of [pg.types.builtins.DATE, pg.types.builtins.TIMESTAMP, pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.INTERVAL]) RAW_TYPES.setTypeParser(oid, (value: string) => value);
 
 /** Every table, with the key that orders its rows. */
 const TABLES: Record<string, string> = {
@@ -132,7 +136,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const logLines: string[] = [];
   const queries: string[] = [];
   const running = await startService(config, createLogger(config.logLevel, (line) => logLines.push(line)), {
-    onQuery: (sql) => queries.push(sql),
+    onStatement: (sql) => queries.push(sql),
   });
   const base = running.url + config.basePath;
 
@@ -186,7 +190,11 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
     async sql(text, params = []) {
-      return (await running.db.orm.em.fork().execute(text, params)) as never;
+      // The table's own values as pg reads them (bigints as text, dates as PostgreSQL writes them),
+      // not the service's wire forms: on the service's pool, not counted among its statements.
+      let n = 0;
+      const result = await running.db.sql.pool.query({ text: text.replace(/\?/g, () => `$${++n}`), values: params as unknown[], types: RAW_TYPES });
+      return result.rows as never;
     },
     async snapshot({ sequences = true } = {}) {
       const state: Record<string, unknown> = {};

@@ -1,0 +1,9 @@
+import { namedResource } from '../resource/named.js';
+
+/** An application a user is linked to, with a numeric `right` (SPEC: `{id, name, createdAt, updatedAt}`). */
+export const applications = namedResource({
+  name: 'application',
+  table: 'applications',
+  type: 'Application',
+  links: { table: 'user_applications', column: 'application_id' },
+});

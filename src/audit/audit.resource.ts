@@ -1,0 +1,28 @@
+import { field } from '../resource/field.js';
+import { defineResource, type RecordOf } from '../resource/resource.js';
+
+/** What a write did (SPEC §9). */
+export const AUDIT_ACTIONS = ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** The audit log: one row per record a successful write changed, appended in the write's transaction. */
+export const auditEvents = defineResource({
+  name: 'audit',
+  label: 'audit event',
+  table: 'audit_events',
+  type: 'AuditEvent',
+  description: 'One record changed by one successful write (append-only).',
+  fields: {
+    id: field.id(),
+    at: field.date({ origin: 'service' }),
+    actorTokenID: field.reference({ origin: 'service', nullable: true, graphqlOrder: false, description: 'The token that made the write; null for the service’s own writes.' }),
+    actorUserID: field.reference({ origin: 'service', nullable: true, graphqlOrder: false }),
+    requestId: field.string(128, { origin: 'service', nullable: true, graphqlOrder: false, description: 'The X-Request-Id of the write.' }),
+    action: field.string(16, { origin: 'service', description: `${AUDIT_ACTIONS.slice(0, -1).join(', ')} or ${AUDIT_ACTIONS.at(-1)}.` }),
+    resource: field.string(32, { origin: 'service', description: 'user, token, application, role, application_link or role_link.' }),
+    recordID: field.reference({ origin: 'service', description: 'The record (for a link: the user).' }),
+    changes: field.json({ description: 'The changed fields: {"field": {"before": …, "after": …}}; secrets as "[redacted]".' }),
+  },
+});
+
+export type AuditEvent = RecordOf<typeof auditEvents>;

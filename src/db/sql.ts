@@ -1,0 +1,222 @@
+import pg from 'pg';
+import { wireDate } from './wire.js';
+
+/**
+ * How every statement of the service reaches PostgreSQL: plain rows through the `pg` driver, on the
+ * pool the ORM shares (see database.ts). Values are always bind parameters; a statement's text is
+ * written with `?` placeholders (composable: the list language joins fragments) and numbered
+ * (`$1`, `$2`, …) here, once per distinct text.
+ *
+ * Named statements (pg's public `{ name, text, values }` form): PostgreSQL parses and plans a named
+ * statement once per connection and then only binds and executes it, which for the statements every
+ * request sends (the bearer lookup, a record by id, a page) was most of the database's CPU. Names
+ * are handed out for the first MAX_NAMED distinct texts (a list's filter shape is part of its text:
+ * a client inventing shapes must not grow every connection's statement cache); later texts run
+ * unnamed. A pooler in transaction mode (PgBouncer) cannot keep a named statement on one server
+ * connection, so `namedStatements: false` turns naming off.
+ *
+ * The interface is `Sql`: the pool itself (each statement on any free connection, so independent
+ * reads run side by side) or one transaction (every statement on its connection, in order).
+ * Services take one explicitly, as Directus passes its knex: a reader sees what runs where.
+ */
+export interface SqlFragment {
+  sql: string;
+  params: unknown[];
+}
+
+export interface Sql {
+  /** The rows a statement returns (`?` placeholders, values bound in order). */
+  rows<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  /**
+   * Runs `work` in a transaction: on the pool a new one (committed when `work` resolves, rolled
+   * back when it throws, run again from the start when PostgreSQL aborts it as a deadlock's
+   * victim); inside a transaction, in that same transaction.
+   */
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
+}
+
+/** One open transaction: its statements run on its connection, in order. */
+export interface Transaction extends Sql {
+  readonly inTransaction: true;
+}
+
+/** The database could not be reached or answer (no connection, a connection lost): a 503. */
+export class DatabaseUnavailableError extends Error {
+  override name = 'DatabaseUnavailableError';
+  constructor(readonly reason: string, options?: { cause?: unknown }) {
+    super(`the database is unavailable (${reason})`, options);
+  }
+}
+
+/** PostgreSQL's SQLSTATEs for "this transaction lost a race; run it again": deadlock, serialization failure. */
+export const RETRYABLE: ReadonlySet<string> = new Set(['40P01', '40001']);
+const ATTEMPTS = 4;
+
+/** Receives every statement's text as sent (statement counts in tests and benchmarks). */
+export type StatementListener = (text: string) => void;
+
+export interface SqlOptions {
+  namedStatements: boolean;
+  onStatement?: StatementListener;
+  /**
+   * Every statement outside a transaction runs inside one of its own. The embedded database is one
+   * PostgreSQL session behind a socket server that interleaves the protocol messages of its
+   * clients (a command-line tool beside the service), except inside a transaction, which it keeps
+   * together: there a statement must not be split.
+   */
+  wrapStatements?: boolean;
+}
+
+const MAX_NAMED = 500;
+const MAX_KNOWN = 2_000;
+
+interface Prepared {
+  text: string;
+  name: string | undefined;
+}
+
+/** `?` → `$n`, once per text (the texts are the service's own: no `?` inside literals). */
+export class StatementBook {
+  private readonly known = new Map<string, Prepared>();
+  private named = 0;
+
+  constructor(private readonly naming: boolean) {}
+
+  prepare(text: string): Prepared {
+    let prepared = this.known.get(text);
+    if (prepared) return prepared;
+    let n = 0;
+    const numbered = text.replace(/\?/g, () => `$${++n}`);
+    const name = this.naming && this.named < MAX_NAMED ? `s${++this.named}` : undefined;
+    prepared = { text: numbered, name };
+    // Past MAX_KNOWN texts (invented filter shapes), new ones are numbered again on every use.
+    if (this.known.size < MAX_KNOWN) this.known.set(text, prepared);
+    return prepared;
+  }
+}
+
+/** A pg error the server sent (it has a SQLSTATE); anything else from the driver means the connection failed. */
+export const isServerError = (err: unknown): err is pg.DatabaseError => err instanceof pg.DatabaseError;
+
+function unavailable(err: unknown): unknown {
+  if (isServerError(err) || err instanceof DatabaseUnavailableError) return err;
+  return new DatabaseUnavailableError((err as { code?: string })?.code ?? 'connection failed', { cause: err });
+}
+
+async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): Promise<R[]> {
+  const { text: numbered, name } = book.prepare(text);
+  options.onStatement?.(numbered);
+  try {
+    const result = await client.query<R & pg.QueryResultRow>(name ? { name, text: numbered, values: params as unknown[] } : { text: numbered, values: params as unknown[] });
+    return result.rows;
+  } catch (err) {
+    throw unavailable(err);
+  }
+}
+
+/** A connection of the pool; failing to get one (none free in time, or the server refusing) means the database is unavailable. */
+async function connect(pool: pg.Pool): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch (err) {
+    throw new DatabaseUnavailableError((err as { code?: string })?.code ?? 'no connection', { cause: err });
+  }
+}
+
+class PoolTransaction implements Transaction {
+  readonly inTransaction = true as const;
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly book: StatementBook,
+    private readonly options: SqlOptions,
+  ) {}
+
+  rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+    return run<R>(this.client, this.book, this.options, text, params);
+  }
+
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    return work(this);
+  }
+}
+
+/** The pool as `Sql`: statements on any free connection, transactions on one. */
+export class PoolSql implements Sql {
+  private readonly book: StatementBook;
+
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly options: SqlOptions,
+  ) {
+    this.book = new StatementBook(options.namedStatements);
+  }
+
+  async rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+    if (this.options.wrapStatements) return this.transaction((tx) => tx.rows<R>(text, params));
+    const client = await connect(this.pool);
+    let broken: Error | undefined;
+    try {
+      return await run<R>(client, this.book, this.options, text, params);
+    } catch (err) {
+      // A lost connection goes back marked broken, so that the pool closes it.
+      if (err instanceof DatabaseUnavailableError) broken = err;
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(work);
+      } catch (err) {
+        if (attempt >= ATTEMPTS || !isServerError(err) || !RETRYABLE.has(err.code ?? '')) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * attempt));
+      }
+    }
+  }
+
+  private async once<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const client = await connect(this.pool);
+    const control = async (text: 'begin' | 'commit' | 'rollback') => {
+      this.options.onStatement?.(text);
+      try {
+        await client.query(text);
+      } catch (err) {
+        throw unavailable(err);
+      }
+    };
+    let broken: Error | undefined;
+    try {
+      await control('begin');
+      const result = await work(new PoolTransaction(client, this.book, this.options));
+      await control('commit');
+      return result;
+    } catch (err) {
+      // A failed rollback means a lost connection: PostgreSQL discards its transaction, and the
+      // client goes back to the pool marked broken, so that the pool closes it.
+      await control('rollback').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/**
+ * Type parsers of the service's pool: a `bigint` as a JS number (the API promises safe integers, and
+ * the columns refuse anything else) and a `timestamptz` straight into the wire format of dates
+ * (ISO 8601, UTC, milliseconds), so that a row read with wire names (`first_name as "firstName"`)
+ * is already the record the API answers. Dates, timestamps and intervals stay text, as the ORM
+ * expects them.
+ */
+export function typeParsers(): pg.CustomTypesConfig {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+  types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (value: string) => wireDate(value)!);
+  for (const oid of [pg.types.builtins.DATE, pg.types.builtins.TIMESTAMP, pg.types.builtins.INTERVAL]) types.setTypeParser(oid, (value: string) => value);
+  return types;
+}

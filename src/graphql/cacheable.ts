@@ -1,0 +1,66 @@
+import { getNamedType, isLeafType, Kind, parse, TypeInfo, visit, visitWithTypeInfo, type GraphQLSchema } from 'graphql';
+import { LRUCache } from 'lru-cache';
+import { GRAPHQL_LIMITS } from './limits.js';
+
+/**
+ * Which GraphQL fields may be answered from the read cache, declared where each field is defined:
+ * type-graphql's `@Extensions(CACHEABLE)` on the field (the record types derived from a directory
+ * resource mark their fields; a field resolver is not cacheable unless marked). A cacheable field
+ * answers from the database alone, the same for every caller with the same scopes: no clock (a
+ * token's expiry), no caller identity (`viewer`).
+ */
+export const CACHEABLE = { readCache: true } as const;
+
+/**
+ * Whether every operation of a document is a query and every field it selects is declared
+ * cacheable (`__typename` always is). An invalid document is not (it never gets a clean answer).
+ */
+export function isCacheableDocument(schema: GraphQLSchema, query: string): boolean {
+  let document;
+  try {
+    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: true });
+  } catch {
+    return false;
+  }
+  const typeInfo = new TypeInfo(schema);
+  let cacheable = document.definitions.every((d) => d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      OperationDefinition(node) {
+        if (node.operation !== 'query') cacheable = false;
+      },
+      Field(node) {
+        if (node.name.value === '__typename') return;
+        const field = typeInfo.getFieldDef();
+        if (!field || field.extensions?.readCache !== true) cacheable = false;
+        else if (!isLeafType(getNamedType(field.type)) && !node.selectionSet) cacheable = false;
+      },
+      Directive(node) {
+        // @skip and @include only choose among the fields above; anything else is not known here.
+        if (node.name.value !== 'skip' && node.name.value !== 'include') cacheable = false;
+      },
+    }),
+  );
+  return cacheable;
+}
+
+/** Query texts longer than this are not cached (nor remembered): a few directory queries are. */
+export const MAX_CACHED_QUERY = 16 * 1024;
+
+/** Whether query texts are cacheable documents, walked once per text (an LRU bounded by the texts' length). */
+export class CacheableDocuments {
+  private readonly known = new LRUCache<string, boolean>({ maxSize: 2 * 1024 * 1024, sizeCalculation: (_, text) => text.length });
+
+  constructor(private readonly schema: GraphQLSchema) {}
+
+  test(query: string): boolean {
+    if (query.length > MAX_CACHED_QUERY) return false;
+    let cacheable = this.known.get(query);
+    if (cacheable === undefined) {
+      cacheable = isCacheableDocument(this.schema, query);
+      this.known.set(query, cacheable);
+    }
+    return cacheable;
+  }
+}

@@ -1,0 +1,208 @@
+import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
+import {
+  coerceInputValue,
+  execute,
+  getNamedType,
+  isInputObjectType,
+  GraphQLError,
+  isNonNullType,
+  Kind,
+  printSchema,
+  typeFromAST,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type Source,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { Sql } from '../db/sql.js';
+import { AppError, asAppError } from '../errors.js';
+import { STATUS_OF } from '../http/errors.js';
+import type { Logger } from '../observability/log.js';
+import { Loaders, type GraphQLContext } from './context.js';
+import { toGraphQLError, variablePath, whyNotFitting } from './errors.js';
+
+/**
+ * How GraphQL operations run, plugged into Apollo Server through its public gateway interface (the
+ * `gateway` option: a schema and an executor). Apollo still parses, validates, runs the plugins
+ * and answers; the executor runs the operation:
+ *
+ * - compiled once per document and operation with graphql-jit (its own measurements here: a page of
+ *   50 users with their links took 0.87 ms to execute with graphql-js and 0.06 ms compiled); a
+ *   document jit cannot compile runs on graphql-js;
+ * - variables checked first, with messages made from their types (never repeating a value: a
+ *   variable may hold a token);
+ * - a mutation with several root fields in one transaction (SPEC §6: a request that fails changes
+ *   nothing): committed when every root field succeeded, else rolled back with `data` null.
+ */
+
+/** Compiled operations, per document (Apollo keeps one per query text; bounded by its document store). */
+const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
+
+/**
+ * Whether an input type can contain itself (a filter's `and: [UserFilter]`). graphql-jit writes the
+ * coercion of a variable's value out in full, field by field, which for such a type never ends:
+ * an operation with a variable of one runs on graphql-js.
+ */
+const recursive = new WeakMap<GraphQLNamedType, boolean>();
+function isRecursive(type: GraphQLInputType): boolean {
+  const start = getNamedType(type);
+  let known = recursive.get(start);
+  if (known !== undefined) return known;
+  const seen = new Set<GraphQLNamedType>();
+  const reaches = (at: GraphQLNamedType): boolean => {
+    if (!isInputObjectType(at) || seen.has(at)) return false;
+    seen.add(at);
+    return Object.values(at.getFields()).some((field) => getNamedType(field.type) === start || reaches(getNamedType(field.type)));
+  };
+  known = reaches(start);
+  recursive.set(start, known);
+  return known;
+}
+
+function compiledFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, operationName: string | null): CompiledQuery | null {
+  let byName = compiled.get(document);
+  if (!byName) compiled.set(document, (byName = new Map()));
+  const key = operationName ?? '';
+  let query = byName.get(key);
+  if (query === undefined) {
+    const jitable = (operation.variableDefinitions ?? []).every((d) => {
+      const type = typeFromAST(schema, d.type) as GraphQLInputType | undefined;
+      return type !== undefined && !isRecursive(type);
+    });
+    const result = jitable ? compileQuery(schema, document, operationName ?? undefined) : null;
+    query = result && isCompiledQuery(result) ? result : null;
+    byName.set(key, query);
+  }
+  return query;
+}
+
+/**
+ * The variables' problems, one error each, naming the variable and the path inside it (`$input.status`),
+ * said from the type expected there. Values given are left as sent: the executor coerces them.
+ */
+export function variableErrors(schema: GraphQLSchema, operation: OperationDefinitionNode, values: Record<string, unknown>): GraphQLError[] {
+  const errors: GraphQLError[] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    if (!type) continue; // validation has said so
+    const fail = (field: string, message: string) =>
+      errors.push(new GraphQLError(message, { nodes: definition, extensions: { code: 'BAD_USER_INPUT', field, details: [{ field, message }], http: { status: 400 } } }));
+    if (!Object.hasOwn(values, name) || values[name] === undefined) {
+      if (isNonNullType(type) && !definition.defaultValue) fail(`$${name}`, `Variable "$${name}" of required type "${String(type)}" was not provided.`);
+      continue;
+    }
+    if (values[name] === null && isNonNullType(type)) {
+      fail(`$${name}`, `Variable "$${name}" of non-null type "${String(type)}" must not be null.`);
+      continue;
+    }
+    const seen = new Set<string>();
+    coerceInputValue(values[name], type, (path, invalid, error) => {
+      const field = variablePath(name, path);
+      const message = `Variable "$${name}" has an invalid value${path.length ? ` at "${field}"` : ''}: it ${whyNotFitting(type, path, invalid, error)}.`;
+      if (!seen.has(message)) fail(field, message);
+      seen.add(message);
+    });
+  }
+  return errors;
+}
+
+/** A mutation's result to roll back: its transaction ends, the result is answered with `data` null. */
+class RolledBack extends Error {
+  constructor(readonly result: ExecutionResult) {
+    super('rolled back');
+  }
+}
+
+/** Whether the root fields of an operation are several (a mutation of one field is atomic on its own). */
+const severalRootFields = (operation: OperationDefinitionNode) => {
+  const [first, ...more] = operation.selectionSet.selections;
+  return more.length > 0 || first?.kind !== Kind.FIELD;
+};
+
+export interface ExecutorDeps {
+  schema: GraphQLSchema;
+  sql: Sql;
+  log: Logger;
+}
+
+/** Offsets of the starts of a source's lines (GraphQL counts lines from 1, columns from 1). */
+function positionOf(source: Source, line: number, column: number): number {
+  let offset = 0;
+  for (let at = 1; at < line; at++) {
+    const next = source.body.indexOf('\n', offset);
+    if (next === -1) break;
+    offset = next + 1;
+  }
+  return offset + column - 1;
+}
+
+/**
+ * graphql-jit's errors as graphql-js's own: jit builds its errors with locations but without
+ * `extensions` when the thrown error has none, which Apollo's error formatting reads.
+ */
+function asGraphQLErrors(errors: readonly GraphQLError[] | undefined, source: Source | undefined): GraphQLError[] | undefined {
+  return errors?.map((error) =>
+    error.extensions
+      ? error
+      : new GraphQLError(error.message, {
+          path: error.path,
+          originalError: error.originalError ?? undefined,
+          ...(source && error.locations?.length ? { source, positions: error.locations.map((l) => positionOf(source, l.line, l.column)) } : {}),
+        }),
+  );
+}
+
+export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExecutor {
+  const run = async (document: DocumentNode, operation: OperationDefinitionNode, operationName: string | null, context: GraphQLContext, variables: Record<string, unknown>): Promise<ExecutionResult> => {
+    const query = compiledFor(schema, document, operation, operationName);
+    if (!query) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
+    const result = await query.query(undefined, context, variables);
+    return result.errors ? { ...result, errors: asGraphQLErrors(result.errors, document.loc?.source) } : result;
+  };
+  return async (request) => {
+    const { document, operation, operationName } = request;
+    const context = request.context as GraphQLContext;
+    const variables = request.request.variables ?? {};
+    const problems = variableErrors(schema, operation, variables);
+    if (problems.length) return { errors: problems };
+    if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables);
+    // The root fields of one mutation succeed or fail together, as in Hasura: one transaction,
+    // committed before the answer only when every root field succeeded. Errors in nested fields of
+    // a result (a FORBIDDEN `tokens` of a created user) do not undo it.
+    try {
+      return await sql.transaction(async (tx) => {
+        const inTransaction: GraphQLContext = { ...context, sql: tx, loaders: new Loaders(context.services, context.caller, tx) };
+        const result = await run(document, operation, operationName, inTransaction, variables);
+        const failed = !result.data || (result.errors ?? []).some((e) => (e.path?.length ?? 0) <= 1);
+        if (failed) throw new RolledBack(result);
+        return result;
+      });
+    } catch (err) {
+      if (err instanceof RolledBack) return { ...err.result, data: null };
+      // The transaction could not begin or commit (the connection was lost, say): nothing was written.
+      const known = asAppError(err) ?? new AppError('INTERNAL', 'an internal error occurred');
+      if (!asAppError(err)) log.error('graphql commit failed', { requestId: context.requestId, error: (err as Error)?.name });
+      const error = toGraphQLError(known);
+      return { data: null, errors: [new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: STATUS_OF[known.code] } } })] };
+    }
+  };
+}
+
+/** Apollo's gateway interface over a fixed schema and the executor above. */
+export function executorGateway(deps: ExecutorDeps): GatewayInterface {
+  return {
+    async load() {
+      return { executor: gatewayExecutor(deps) };
+    },
+    onSchemaLoadOrUpdate(callback) {
+      callback({ apiSchema: deps.schema, coreSupergraphSdl: printSchema(deps.schema) });
+      return () => {};
+    },
+    async stop() {},
+  };
+}

@@ -1,0 +1,70 @@
+import Router from '@koa/router';
+import type { Next } from 'koa';
+import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
+import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
+import type { Sql } from '../db/sql.js';
+import type { Keyring } from '../tokens/secrets.js';
+import { cachedRead } from '../read-cache/rest.js';
+import type { ReadCache } from '../read-cache/store.js';
+import type { AppContext, AppState, RouteContext } from './context.js';
+import { readBody, type BodyKind } from './middleware.js';
+
+/**
+ * The REST API as a table of routes. Each route says what it needs, and the one pipeline below
+ * gives it that in the same order on every route (as Outline's routes: authenticate, validate,
+ * handle, present):
+ *
+ * 1. the route's template noted (request log, metrics);
+ * 2. the body read in full (JSON, or forms where `body: 'form'`), its problems kept for step 4, so
+ *    that the token is looked up only once the whole request has arrived;
+ * 3. the bearer token checked (401), which also reads the snapshot the read cache keys answers by;
+ * 4. the body's problems (413, 415, 400);
+ * 5. the permission the route declares (403), before its input is parsed (so 403 wins over 400);
+ * 6. the read cache, for routes declared `cacheable`;
+ * 7. the handler: it parses its input (400), calls a service function and presents the result.
+ *
+ * The same table feeds the OpenAPI document (src/http/openapi.ts) and the preflight's methods.
+ */
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RouteSpec {
+  method: Method;
+  /** Below BASE_PATH, without a trailing slash: `/user/:id`. */
+  path: string;
+  /** The permission the route needs beyond a valid token (checked before its input is parsed). */
+  permission?: Permission;
+  /** The bodies it reads: JSON (the default) or JSON and forms. */
+  body?: BodyKind;
+  /** Its answers may be served from the read cache (only reads whose answer depends on nothing but the data and the caller's scopes). */
+  cacheable?: boolean;
+  handle(ctx: RouteContext, caller: Caller): Promise<void>;
+}
+
+/** What the routes' pipeline needs. */
+export interface RouteDeps {
+  db: { sql: Sql; keyring: Keyring };
+  readCache: ReadCache | null;
+}
+
+/** Builds the router of a route table: every route behind the pipeline above. */
+export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string): Router<AppState> {
+  const router = new Router<AppState>({ prefix: prefix || undefined });
+  const cache = deps.readCache ? cachedRead(deps.readCache) : null;
+  for (const route of routes) {
+    const template = `${prefix}${route.path}`;
+    const pipeline = async (ctx: AppContext, next: Next) => {
+      ctx.state.route = template;
+      const header = authorizationOf(ctx.req);
+      // Without a credential there is nothing to wait for: the 401 comes at once.
+      const bodyProblem = header === undefined ? null : await readBody(ctx, route.body ?? 'json').then(() => null, (err: unknown) => ({ err }));
+      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId);
+      if (bodyProblem) throw bodyProblem.err;
+      if (route.permission) requirePermission(ctx.state.caller, route.permission);
+      await next();
+    };
+    const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller);
+    const chain = route.cacheable && cache ? [pipeline, cache, handler] : [pipeline, handler];
+    router.register(route.path, [route.method], chain as never);
+  }
+  return router;
+}

@@ -1,0 +1,80 @@
+import { LRUCache } from 'lru-cache';
+import type { Caller } from '../auth/caller.js';
+
+/**
+ * Answers of cacheable reads, kept in memory and served again while nothing has been written to
+ * the database since — exact, on every instance. One store per process, shared by REST (routes
+ * declared `cacheable`: rest.ts) and GraphQL (documents made of fields declared cacheable:
+ * graphql.ts).
+ *
+ * Exact because of what an answer is keyed by: the database snapshot (which transactions have
+ * committed; PostgreSQL's `pg_current_snapshot()`, with the server's start time) that each request
+ * reads in the statement that checks its bearer token, before any other. An answer computed by a
+ * request is stored under the snapshot that request read; its own reads ran after that statement,
+ * so they saw at least that snapshot's data. A later request gets it only if it read the very same
+ * snapshot, that is if no transaction that wrote anything has committed (or begun) in between:
+ * through this instance, another one, or by hand in psql. No message between instances, no
+ * staleness window, and nothing for a write to maintain. Any write moves the snapshot, so under a
+ * steady flow of writes the store rarely answers; it serves repeated reads of a quiet database.
+ *
+ * MAX_AGE bounds what a database restored from a backup to an older transaction counter (with the
+ * same server start time, which a restore does not keep) could leave behind. Bounded by bytes
+ * (READ_CACHE_MB, least recently used out first); READ_CACHE_MB=0 turns it off.
+ */
+const MAX_AGE_MS = 60_000;
+
+interface Entry {
+  snapshot: string;
+  value: unknown;
+  bytes: number;
+}
+
+export class ReadCache {
+  private readonly entries: LRUCache<string, Entry>;
+
+  constructor(maxBytes: number) {
+    this.entries = new LRUCache<string, Entry>({
+      maxSize: maxBytes,
+      ttl: MAX_AGE_MS,
+      // Keys are JS strings (up to two bytes a character), values their encoded bytes.
+      sizeCalculation: (entry, key) => key.length * 2 + entry.bytes + 64,
+    });
+  }
+
+  /** The value stored under this key for this caller's scopes, made under exactly the snapshot the caller's token lookup read. */
+  get<V>(caller: Caller, key: string): V | undefined {
+    if (!caller.snapshot) return undefined;
+    const entry = this.entries.get(scoped(caller, key));
+    return entry && entry.snapshot === caller.snapshot ? (entry.value as V) : undefined;
+  }
+
+  /** Stores a value of about `bytes` bytes for this caller's scopes and snapshot; one larger than a tenth of the store is not kept. */
+  set(caller: Caller, key: string, value: unknown, bytes: number): void {
+    if (!caller.snapshot || (key.length * 2 + bytes) * 10 > this.entries.maxSize) return;
+    this.entries.set(scoped(caller, key), { snapshot: caller.snapshot, value, bytes });
+  }
+}
+
+/**
+ * The scopes are part of every key: an answer is kept per set of scope words, so a token without
+ * `user:read` is never served what a `*` token was answered (and no cacheable route or field may
+ * depend on anything of the caller but its scopes).
+ */
+function scoped(caller: Caller, key: string): string {
+  return `${[...caller.scopes].sort().join(' ')}\n${key}`;
+}
+
+/**
+ * A text as bytes of its own. Buffer.from would cut a short text out of Node's shared 8 KiB pool,
+ * and a kept slice holds its whole pool chunk (and whatever else was cut from it) in memory.
+ */
+export function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
+/** The process's store for a configured size in MiB, or null when READ_CACHE_MB is 0. */
+export function createReadCache(megabytes: number): ReadCache | null {
+  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024) : null;
+}

@@ -1,0 +1,124 @@
+import { AppError, type FieldProblem } from '../errors.js';
+import { checkDate, checkId, checkInt32, checkSafeInteger, checkString, type Checked } from '../shared/values.js';
+import type { Field } from './field.js';
+import type { Body, WritableOf } from './resource.js';
+
+/**
+ * Write input (SPEC §3), parsed at the edge: REST's JSON body and GraphQL's input object become the
+ * typed, checked values a service takes. Fields outside the writable set are ignored; every problem
+ * is collected and reported at once, each naming its field.
+ */
+export type WriteMode = 'create' | 'replace' | 'patch';
+
+export interface ParseOptions {
+  /** Record ids may be given as decimal text (GraphQL's ID); REST bodies carry JSON numbers. */
+  idsAsText?: boolean;
+}
+
+/** What a field is written as when a create or replace leaves it out (or Attrs names it and the body lacks it). */
+export function defaultOf(field: Field): unknown {
+  if (field.nullable) return null;
+  return field.kind === 'string' || field.kind === 'secret' ? '' : 0;
+}
+
+/** One field's value checked against its definition. */
+export function checkField(field: Field, value: unknown, options: ParseOptions = {}): Checked<unknown> {
+  if (value === null) return field.nullable ? { ok: true, value: null } : { ok: false, message: 'must not be null' };
+  switch (field.kind) {
+    case 'string':
+    case 'secret': {
+      const checked = checkString(value, field.max!);
+      if (!checked.ok) return checked;
+      if (field.nonEmpty && checked.value.trim() === '') return { ok: false, message: 'must not be empty' };
+      if (field.pattern && !field.pattern.test.test(checked.value)) return { ok: false, message: field.pattern.message };
+      return checked;
+    }
+    case 'int32':
+      return checkInt32(value);
+    case 'safeInt':
+      return checkSafeInteger(value);
+    case 'id':
+    case 'reference':
+      return typeof value === 'number' || (options.idsAsText && typeof value === 'string') ? checkId(value) : { ok: false, message: 'must be a positive integer' };
+    case 'date':
+      return checkDate(value);
+    default:
+      throw new Error(`a ${field.kind} field is not written by clients`);
+  }
+}
+
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw AppError.badRequest('the request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** Names a record has but no write may set (SPEC §4): skipped when Attrs names them, in any case. */
+const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client', 'version', 'password', 'remembertoken']);
+
+/**
+ * The `Attrs` header as the original service read it (SPEC §4): comma-separated field names,
+ * spaces around them ignored, matched case-insensitively (`FirstName` is `firstName`); read-only
+ * names skipped; any other name is a 400. The writable fields' own names, or undefined when the
+ * header names nothing (then the body's own fields are changed).
+ */
+export function parseAttrs(header: string | undefined, resource: Body): string[] | undefined {
+  if (header === undefined || !/[^,\s]/.test(header)) return undefined;
+  const byLowerCase = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]));
+  const names: string[] = [];
+  const unknown: string[] = [];
+  for (const given of header.split(',').map((n) => n.trim()).filter(Boolean)) {
+    const name = byLowerCase.get(given.toLowerCase());
+    if (name) names.push(name);
+    else if (!READ_ONLY.has(given.toLowerCase())) unknown.push(given);
+  }
+  if (unknown.length) {
+    const writable = resource.writable.map(([name]) => name).join(', ');
+    throw AppError.invalid(unknown.map((n) => ({ field: 'Attrs', message: `"${n.slice(0, 64)}" is not a writable field; writable: ${writable}` })));
+  }
+  return [...new Set(names)];
+}
+
+/**
+ * Reads write input. create and replace: every writable field, absent ones take their defaults,
+ * required ones must be there. patch: only `attrs` (or, without them, the writable fields the input
+ * carries); a field Attrs names that the body lacks is written as its default, as the original
+ * service did (its clients send Attrs listing every writable field and a body of the changed
+ * ones), and checked like a value sent: a token's `userID` cannot become 0.
+ */
+export function parseWrite<R extends Body>(
+  resource: R,
+  input: unknown,
+  mode: WriteMode,
+  attrs?: readonly string[],
+  options: ParseOptions = {},
+): Partial<WritableOf<R>> {
+  const object = requireObject(input);
+  const problems: FieldProblem[] = [];
+  const values: Record<string, unknown> = {};
+  const fields = new Map(resource.writable);
+  const names = mode !== 'patch' ? [...fields.keys()] : (attrs ?? Object.keys(object).filter((key) => fields.has(key) && object[key] !== undefined));
+  for (const name of names) {
+    const field = fields.get(name)!;
+    const present = Object.hasOwn(object, name) && object[name] !== undefined;
+    if (!present && mode !== 'patch') {
+      if (field.required) problems.push({ field: name, message: 'is required' });
+      else values[name] = defaultOf(field);
+      continue;
+    }
+    const checked = checkField(field, present ? object[name] : defaultOf(field), options);
+    if (checked.ok) values[name] = checked.value;
+    else {
+      const why = present ? checked.message : `is named in Attrs but missing from the body, and its default (${JSON.stringify(defaultOf(field))}) is not allowed: it ${checked.message}`;
+      problems.push({ field: name, message: why });
+    }
+  }
+  if (problems.length) throw AppError.invalid(problems);
+  return values as Partial<WritableOf<R>>;
+}
+
+/** The record id of a path or a GraphQL ID; a malformed one is a 400 naming `field`. */
+export function parseId(raw: unknown, field = 'id'): number {
+  const checked = checkId(raw);
+  if (!checked.ok) throw AppError.invalid([{ field, message: checked.message }]);
+  return checked.value;
+}

@@ -1,0 +1,318 @@
+import { requirePermission, type Caller } from '../auth/caller.js';
+import type { AuditAction } from '../audit/audit.resource.js';
+import { isServerError, type Sql, type Transaction } from '../db/sql.js';
+import { idArray } from '../db/wire.js';
+import { AppError } from '../errors.js';
+import { compileKeyset, connectionOf, sortColumns, type CompiledKeyset, type Connection, type ConnectionInput } from '../list/keyset.js';
+import { andAll, compileList, deletedScopeSql, orderSql, parseDeleted, type CompiledList, type DeletedScope, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
+import type { Field } from './field.js';
+import type { RecordOf, Resource, WritableOf } from './resource.js';
+import { applyStatement, deleteStatement, insertStatement, restoreStatement, updateStatement, type ColumnValue, type Encode, type Statement } from './writes.js';
+
+/**
+ * The operations every record type shares, over one resource definition: list (offset pages and
+ * keyset connections), get, create (on the next id or a reserved one), replace (PUT, which also
+ * creates on a reserved id), patch, destroy (soft), restore and apply id. Each takes the caller,
+ * typed values (parsed at the edge: src/resource/input.ts) and the `Sql` to run on: the pool, or
+ * a transaction a caller opened (a GraphQL mutation of several fields).
+ *
+ * Reads are plain rows in their wire form (src/resource/resource.ts: the select list names each
+ * column as its field). A write of one record is one statement (src/resource/writes.ts) unless the
+ * resource has checks that read other rows first (`checks`): then that statement runs in a
+ * transaction after them.
+ */
+
+/** A top-level list's inputs as a protocol hands them over: the list language plus `deleted` (SPEC §9: `only` or `include`). */
+export interface RecordListInput extends ListInput {
+  deleted?: unknown;
+}
+export interface RecordConnectionInput extends ConnectionInput {
+  deleted?: unknown;
+}
+
+/** A top-level list, parsed: which records (live, deleted or both), and the page of the list language. */
+export interface RecordQuery extends CompiledList {
+  scope: DeletedScope;
+}
+export interface RecordKeysetQuery extends CompiledKeyset {
+  scope: DeletedScope;
+}
+
+/** Parses a top-level list's inputs against a list's fields (400 naming what is wrong). */
+export const parseRecordQuery = (input: RecordListInput, fields: ListFields): RecordQuery => ({ scope: parseDeleted(input.deleted), ...compileList(input, fields) });
+export const parseRecordKeyset = (input: RecordConnectionInput, fields: ListFields): RecordKeysetQuery => ({
+  scope: parseDeleted(input.deleted),
+  ...compileKeyset(input, fields),
+});
+
+/** How a list call is answered: `count: false` leaves `total` out (GraphQL, when it is not selected). */
+export interface ListOptions {
+  count?: boolean;
+}
+
+export interface Replaced<R> {
+  record: R;
+  /** True when the PUT created the record on an id reserved by "apply id". */
+  created: boolean;
+}
+
+/** What a resource adds to the shared operations (tokens: their secrets and their rules). */
+export interface RecordHooks<R extends Resource> {
+  /** The list language's fields, when they differ from the resource's (a token's secrets, matched by keyed hash). */
+  listFields?: ListFields;
+  /** The record of a row read (a token's secrets opened). */
+  fromRow?(row: Record<string, unknown>): RecordOf<R>;
+  /** How a value is stored, when not in its own column (a secret: its keyed hash and ciphertext). */
+  encode?: Encode;
+  /** Service-set columns of a new record (a token's `client`). */
+  onCreate?(caller: Caller): ColumnValue[];
+  /** Service-set columns written with every change of a record (a token's secrets, sealed afresh). */
+  onChange?(current: RecordOf<R>): ColumnValue[];
+  /** The 409 of a unique index the values break. */
+  conflict(values: Record<string, unknown>): AppError;
+  /**
+   * Checks that read other rows, in the write's transaction, before its statement: the record as
+   * it is (locked; absent on a create), the values to write, what the write is.
+   */
+  checks?: {
+    write(tx: Transaction, caller: Caller, values: Record<string, unknown>, current: RecordOf<R> | null): Promise<void>;
+    /** Whether the caller may change or delete this record at all (a token: only one it could have granted). */
+    guard?(current: RecordOf<R>, caller: Caller): void;
+    restore?(tx: Transaction, caller: Caller, current: RecordOf<R>): Promise<void>;
+  };
+}
+
+type Row = Record<string, unknown>;
+
+export function recordService<R extends Resource>(resource: R, hooks: RecordHooks<R>) {
+  type Rec = RecordOf<R> & { id: number };
+  type Values = Partial<WritableOf<R>>;
+  const { read, write } = resource.permissions;
+  const listFields = hooks.listFields ?? resource.listFields;
+  const fromRow = (hooks.fromRow ?? ((row: Row) => row as Rec)) as (row: Row) => Rec;
+  const withDeletedAt = (row: Row) => ({ ...fromRow(row), deletedAt: row.deletedAt }) as Rec;
+  const BY_ID = `select ${resource.columns} from ${resource.table} t where t.id = ? and t.deleted_at is null`;
+  const BY_IDS = `select ${resource.columns} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`;
+  const LOCKED = `select ${resource.columns}, t.deleted_at is not null as deleted from ${resource.table} t where t.id = ? for update`;
+  const LIVE_COUNT = `select live as total from live_counts where table_name = '${resource.table}'`;
+  const context = (caller: Caller) => ({ caller, ...(hooks.encode ? { encode: hooks.encode } : {}) });
+  const whereSql = (where: SqlFragment | null) => (where ? ` where ${where.sql}` : '');
+
+  /** The columns a list of the scope reads and how its rows are presented. */
+  const readerOf = (scope: DeletedScope) =>
+    scope === 'live' ? { columns: resource.columns, present: fromRow } : { columns: resource.columnsWithDeletedAt, present: withDeletedAt };
+
+  /** How many records of the scope match: the live count the writes keep when unfiltered, else counted. */
+  async function countMatches(sql: Sql, scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
+    const where = andAll(deletedScopeSql(scope), filter);
+    const [row] =
+      scope === 'live' && !filter
+        ? await sql.rows<{ total: number }>(LIVE_COUNT)
+        : await sql.rows<{ total: number }>(`select count(*) as total from ${resource.table} t${whereSql(where)}`, where?.params ?? []);
+    return Number(row?.total ?? 0);
+  }
+
+  /** Runs a statement of a write; a unique or foreign-key violation becomes the resource's 409 or a 400. */
+  async function writeRows(sql: Sql, statement: Statement, values: Record<string, unknown>): Promise<Row[]> {
+    try {
+      return await sql.rows<Row>(statement.text, statement.params);
+    } catch (err) {
+      if (isServerError(err) && err.code === '23505') throw hooks.conflict(values);
+      if (isServerError(err) && err.code === '23503') throw AppError.badRequest(`the ${resource.label} refers to a record that does not exist`);
+      throw err;
+    }
+  }
+
+  /** The record as it is, locked for the rest of the transaction, with whether it is deleted; null when there is none. */
+  async function lock(tx: Transaction, id: number): Promise<{ record: Rec; deleted: boolean } | null> {
+    const [row] = await tx.rows<Row>(LOCKED, [id]);
+    if (!row) return null;
+    const { deleted, ...rest } = row;
+    return { record: fromRow(rest), deleted: deleted as boolean };
+  }
+
+  /**
+   * Runs a write: with checks, in a transaction, the record locked and checked first (a missing one
+   * is a 404 before anything else, unless `mayCreate`: a PUT on a reserved id); without, its one
+   * statement on `sql` as it is (on the pool, a transaction of its own). `run` gets the record as
+   * it was, when the checks read it.
+   */
+  async function checked<T>(
+    sql: Sql,
+    caller: Caller,
+    target: { id: number; mayCreate?: boolean } | null,
+    values: Record<string, unknown>,
+    run: (sql: Sql, current: Rec | null) => Promise<T>,
+  ): Promise<T> {
+    const checks = hooks.checks;
+    if (!checks) return run(sql, null);
+    return sql.transaction(async (tx) => {
+      const locked = target ? await lock(tx, target.id) : null;
+      const current = locked && !locked.deleted ? locked.record : null;
+      if (target && !current && !target.mayCreate) throw notFound(target.id);
+      if (current) checks.guard?.(current, caller);
+      await checks.write(tx, caller, values, current);
+      return run(tx, current);
+    });
+  }
+
+  const notFound = (id: number) => AppError.notFound(`no ${resource.label} with id ${id}`);
+
+  return {
+    resource,
+    listFields,
+    /** A top-level list's inputs, parsed against this resource's list fields. */
+    parseList: (input: RecordListInput) => parseRecordQuery(input, listFields),
+    parseKeyset: (input: RecordConnectionInput) => parseRecordKeyset(input, listFields),
+
+    /**
+     * A page of live records, or with `deleted` of deleted ones too (each with `deletedAt`). The
+     * total is counted beside the page, not after it.
+     */
+    async list(caller: Caller, sql: Sql, q: RecordQuery, options: ListOptions = {}): Promise<Page<Rec>> {
+      requirePermission(caller, read);
+      const { scope } = q;
+      const where = andAll(deletedScopeSql(scope), q.where);
+      const { columns, present } = readerOf(scope);
+      const page = sql.rows<Row>(`select ${columns} from ${resource.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
+        ...(where?.params ?? []),
+        q.limit,
+        q.offset,
+      ]);
+      const [data, total] = await Promise.all([page, options.count === false ? null : countMatches(sql, scope, q.where)]);
+      return { total, page: q.page, pageSize: q.pageSize, data: data.map(present) };
+    },
+
+    /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
+    async connection(caller: Caller, sql: Sql, keyset: RecordKeysetQuery, options: ListOptions = {}): Promise<Connection<Rec>> {
+      requirePermission(caller, read);
+      const { scope } = keyset;
+      const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
+      const { columns, present } = readerOf(scope);
+      const [found, total] = await Promise.all([
+        sql.rows<Row>(
+          `select ${columns}, ${sortColumns(keyset.order)} from ${resource.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
+          [...(where?.params ?? []), keyset.limit + 1],
+        ),
+        options.count === false ? null : countMatches(sql, scope, keyset.where),
+      ]);
+      return connectionOf(keyset, found, present, total);
+    },
+
+    /** The live record, or null (GraphQL's single-record queries answer null). */
+    async find(caller: Caller, sql: Sql, id: number): Promise<Rec | null> {
+      requirePermission(caller, read);
+      const [row] = await sql.rows<Row>(BY_ID, [id]);
+      return row ? fromRow(row) : null;
+    },
+
+    async get(caller: Caller, sql: Sql, id: number): Promise<Rec> {
+      requirePermission(caller, read);
+      const [row] = await sql.rows<Row>(BY_ID, [id]);
+      if (!row) throw notFound(id);
+      return fromRow(row);
+    },
+
+    /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
+    async findMany(caller: Caller, sql: Sql, ids: readonly number[]): Promise<Rec[]> {
+      requirePermission(caller, read);
+      return (await sql.rows<Row>(BY_IDS, [idArray(ids)])).map(fromRow);
+    },
+
+    /**
+     * Creates a record with the next id, or with `id` (SPEC §4): the original service's clients
+     * reserve one with "apply id" and then create the record with it. A reserved, unused id is
+     * claimed; the id of a record that exists, even deleted, is a 409; any other id a 400.
+     */
+    async create(caller: Caller, sql: Sql, values: Values, id?: number): Promise<Rec> {
+      requirePermission(caller, write);
+      const statement = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
+      const [row] = await checked(sql, caller, null, values, (runner) => writeRows(runner, statement, values));
+      if (row) return fromRow(row);
+      const [existing] = await sql.rows(`select 1 as found from ${resource.table} where id = ?`, [id]);
+      if (existing) throw AppError.conflict(`a ${resource.label} with id ${id} exists already`);
+      throw AppError.invalid([{ field: 'id', message: `id ${id} was not reserved; leave id out to get the next one` }]);
+    },
+
+    /**
+     * PUT: replaces every writable field of the live record; on an id reserved by "apply id" that
+     * has no record yet, creates it.
+     */
+    async replace(caller: Caller, sql: Sql, id: number, values: Values): Promise<Replaced<Rec>> {
+      requirePermission(caller, write);
+      const claim = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
+      return checked(sql, caller, { id, mayCreate: true }, values, async (runner, current) => {
+        const update = updateStatement(resource, id, values, 'update', { ...context(caller), alsoSet: current && hooks.onChange?.(current) });
+        const [updated] = await writeRows(runner, update, values);
+        if (updated) return { record: fromRow(updated), created: false };
+        const [created] = await writeRows(runner, claim, values);
+        if (created) return { record: fromRow(created), created: true };
+        throw notFound(id);
+      });
+    },
+
+    /** Changes the given fields of the live record (PATCH, a user's status: `action` names it in the audit log). */
+    async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch'): Promise<Rec> {
+      requirePermission(caller, write);
+      const [row] = await checked(sql, caller, { id }, values, (runner, current) =>
+        writeRows(runner, updateStatement(resource, id, values, action, { ...context(caller), alsoSet: current && hooks.onChange?.(current) }), values),
+      );
+      if (!row) throw notFound(id);
+      return fromRow(row);
+    },
+
+    /** Soft delete, with what depends on the record; `action` names it in the audit log (a token's is `revoke`). */
+    async destroy(caller: Caller, sql: Sql, id: number, action: AuditAction = 'delete'): Promise<void> {
+      requirePermission(caller, write);
+      const statement = deleteStatement(resource, id, action, context(caller));
+      const run = (runner: Sql) => runner.rows(statement.text, statement.params);
+      // What depends on the record is soft-deleted by the statement after the record is locked by
+      // one of its own: a statement sees the rows committed when it began, and a dependent row (a
+      // token) committed while the delete waited for the record's lock must be seen too.
+      const [row] = hooks.checks
+        ? await checked(sql, caller, { id }, {}, run)
+        : resource.cascade?.length
+          ? await sql.transaction(async (tx) => {
+              await tx.rows(`select id from ${resource.table} where id = ? and deleted_at is null for update`, [id]);
+              return run(tx);
+            })
+          : await run(sql);
+      if (!row) throw notFound(id);
+    },
+
+    /**
+     * Brings a soft-deleted record back (SPEC §9), as the same record: same id, same values, a new
+     * `updatedAt`. What its delete took with it stays deleted. An unknown id is a 404; a live
+     * record a 409 (nothing to restore); so is a record whose unique name or accessToken a live
+     * record holds now, and whatever the resource's restore check refuses.
+     */
+    async restore(caller: Caller, sql: Sql, id: number): Promise<Rec> {
+      requirePermission(caller, write);
+      return sql.transaction(async (tx) => {
+        const current = await lock(tx, id);
+        if (!current) throw notFound(id);
+        if (!current.deleted) throw AppError.conflict(`the ${resource.label} with id ${id} is not deleted`);
+        hooks.checks?.guard?.(current.record, caller);
+        await hooks.checks?.restore?.(tx, caller, current.record);
+        const statement = restoreStatement(resource, id, { ...context(caller), alsoSet: hooks.onChange?.(current.record) });
+        // A live record may hold the unique value the restored one had (unique indexes cover live rows).
+        const [row] = await writeRows(tx, statement, current.record as Record<string, unknown>);
+        const { live: _live, ...record } = row;
+        return fromRow(record);
+      });
+    },
+
+    /** Reserves the next id of the record's own sequence; a later PUT (or create) on it makes the record. */
+    async applyId(caller: Caller, sql: Sql): Promise<number> {
+      requirePermission(caller, write);
+      const statement = applyStatement(resource, context(caller));
+      const [row] = await sql.rows<{ id: number }>(statement.text, statement.params);
+      return row.id;
+    },
+  };
+}
+
+export type RecordService<R extends Resource> = ReturnType<typeof recordService<R>>;
+
+/** A field of the resource (for hooks that need one by name). */
+export const fieldOf = (resource: Resource, name: string): Field => resource.fields[name];

@@ -1,0 +1,222 @@
+import type { Caller } from '../auth/caller.js';
+import type { AuditAction } from '../audit/audit.resource.js';
+import type { Field } from './field.js';
+import { columnSql, type Resource } from './resource.js';
+
+/**
+ * The write path: each write of one record is ONE statement, whatever the resource. The row is
+ * locked and read as it was (`o`), changed (`n`: only when a value differs, so that an update that
+ * changes nothing leaves `updatedAt`, `version` and the audit log alone), and its audit event (SPEC
+ * §9: the changed fields, before and after, secrets redacted) is inserted by the same statement,
+ * so that it commits or rolls back with the write. No entity is loaded or flushed; the statement
+ * answers the record in its wire form (the resource's select list).
+ *
+ * Texts use `?` placeholders (src/db/sql.ts numbers them); every value is cast to its column's
+ * type, so that PostgreSQL never has to guess a parameter's type.
+ */
+export interface Statement {
+  text: string;
+  params: unknown[];
+}
+
+/** The audit columns every write fills. */
+const AUDIT_INSERT = 'insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)';
+
+/** A field's SQL type, for the casts of its values. */
+function sqlType(field: Field): string {
+  switch (field.kind) {
+    case 'id':
+    case 'reference':
+    case 'safeInt':
+      return 'bigint';
+    case 'int32':
+    case 'revision':
+      return 'integer';
+    case 'date':
+      return 'timestamptz';
+    case 'json':
+      return 'jsonb';
+    default:
+      return 'text';
+  }
+}
+
+/** A value as it goes into one column (a secret goes into two: its keyed hash and its ciphertext). */
+export interface ColumnValue {
+  column: string;
+  type: string;
+  value: unknown;
+}
+
+/** How a resource's values become column values: one column per field, unless the resource says otherwise (secrets). */
+export type Encode = (name: string, field: Field, value: unknown) => ColumnValue[];
+
+export const plainColumns: Encode = (_name, field, value) => [{ column: field.column, type: sqlType(field), value }];
+
+/** The column a field is compared by: its own, or a secret's keyed hash. */
+const comparedColumn = (field: Field) => (field.kind === 'secret' ? field.secretColumns!.hmac : field.column);
+
+/** A field's value in an audit event (JSON): dates in the wire format, secrets redacted. */
+function auditValue(field: Field, alias: string): string {
+  const column = columnSql(alias, comparedColumn(field));
+  if (field.kind === 'secret') return `case when ${column} is null then null else '"[redacted]"'::jsonb end`;
+  if (field.kind === 'date') return `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+  return `to_jsonb(${column})`;
+}
+
+/** `{"field": {"before": …, "after": …}}` of the named fields whose value differs between `o` and `n` (null-safe). */
+function changesSql(fields: readonly (readonly [string, Field])[], before: string | null, after: string): string {
+  if (fields.length === 0) return `'{}'::jsonb`;
+  const parts = fields.map(([name, field]) => {
+    const was = before ? auditValue(field, before) : 'null';
+    const differs = before
+      ? `${columnSql(before, comparedColumn(field))} is distinct from ${columnSql(after, comparedColumn(field))}`
+      : `${columnSql(after, comparedColumn(field))} is not null`;
+    return `case when ${differs} then jsonb_build_object('${name}', jsonb_build_object('before', ${was}, 'after', ${auditValue(field, after)})) else '{}'::jsonb end`;
+  });
+  return parts.join(' || ');
+}
+
+/** The actor of an audit event: the caller's token and user, or none for the service's own writes. */
+function actor(caller: Caller): unknown[] {
+  const system = caller.tokenId === 0;
+  return [system ? null : caller.tokenId, system ? null : caller.userId, caller.requestId ?? null];
+}
+
+const auditRow = (action: AuditAction, resource: string) => `?::bigint, ?::bigint, ?::text, '${action}', '${resource}'`;
+
+export interface WriteContext {
+  caller: Caller;
+  encode?: Encode;
+  /** Service-set columns written with the change, neither compared nor in the audit event (a token's secrets, sealed afresh). */
+  alsoSet?: ColumnValue[] | null;
+}
+
+function columnValues(resource: Resource, values: Record<string, unknown>, encode: Encode): ColumnValue[] {
+  const fields = new Map(resource.entries);
+  return Object.entries(values).flatMap(([name, value]) => encode(name, fields.get(name)!, value));
+}
+
+const namedFields = (resource: Resource, values: Record<string, unknown>) => resource.entries.filter(([name]) => Object.hasOwn(values, name));
+
+/**
+ * Inserts a record with the given values (a create: every client field, defaults filled in) and
+ * `extra` service-set columns; with `claimId`, on that id, only if it was reserved by "apply id"
+ * (the reservation row is deleted by the same statement, which serializes concurrent claims):
+ * no row comes back when it was not.
+ */
+export function insertStatement(
+  resource: Resource,
+  values: Record<string, unknown>,
+  context: WriteContext & { extra?: ColumnValue[]; claimId?: number },
+): Statement {
+  const columns = [...columnValues(resource, values, context.encode ?? plainColumns), ...(context.extra ?? [])];
+  const params: unknown[] = [];
+  const claim = context.claimId !== undefined;
+  let text = '';
+  if (claim) {
+    text += `with c as (delete from id_reservations where resource = '${resource.name}' and id = ?::bigint returning id), `;
+    params.push(context.claimId);
+  } else text += 'with ';
+  const names = columns.map((c) => c.column);
+  const placeholders = columns.map((c) => `?::${c.type}`);
+  params.push(...columns.map((c) => c.value));
+  text += claim
+    ? `n as (insert into ${resource.table} (id, ${names.join(', ')}) select c.id, ${placeholders.join(', ')} from c returning *)`
+    : `n as (insert into ${resource.table} (${names.join(', ')}) values (${placeholders.join(', ')}) returning *)`;
+  text += `, a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(namedFields(resource, values), null, 'n')} from n)`;
+  text += ` select ${resource.columns} from n t`;
+  params.push(...actor(context.caller));
+  return { text, params };
+}
+
+/**
+ * Changes the named fields of the live record `id` (`values`: wire name → checked value), plus
+ * `touch`: service-set columns moved on every change (`updated_at`, a token's `version`). Answers
+ * the record as it is after the write (or as it was, when nothing changed); no row when there is
+ * no live record with that id.
+ */
+export function updateStatement(resource: Resource, id: number, values: Record<string, unknown>, action: AuditAction, context: WriteContext): Statement {
+  const columns = columnValues(resource, values, context.encode ?? plainColumns);
+  const compared = namedFields(resource, values).map(([name, field]) => {
+    const value = field.kind === 'secret' ? columns.find((c) => c.column === field.secretColumns!.hmac)!.value : values[name];
+    return { column: comparedColumn(field), type: field.kind === 'secret' ? 'bytea' : sqlType(field), value };
+  });
+  const params: unknown[] = [id];
+  let text = `with o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null for no key update)`;
+  const written = [...columns, ...(context.alsoSet ?? []).filter((extra) => !columns.some((c) => c.column === extra.column))];
+  const set = written.map((c) => `${c.column} = ?::${c.type}`);
+  params.push(...written.map((c) => c.value));
+  const differs = compared.map((c) => `t.${c.column} is distinct from ?::${c.type}`);
+  params.push(...compared.map((c) => c.value));
+  text += `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)`;
+  text += `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(namedFields(resource, values), 'o', 'n')} from n join o on o.id = n.id)`;
+  params.push(...actor(context.caller));
+  text += ` select ${resource.columns} from (select * from n union all select * from o where not exists (select 1 from n)) t`;
+  return { text, params };
+}
+
+/** What every change moves: `updated_at`, and a revision counter (a token's `version`). */
+function touched(resource: Resource): string[] {
+  const moved = ['updated_at = now()'];
+  for (const [, field] of resource.entries) if (field.kind === 'revision') moved.push(`${field.column} = t.${field.column} + 1`);
+  return moved;
+}
+
+/**
+ * Soft-deletes the live record `id` and, in the same statement, the live rows that depend on it
+ * (the resource's `cascade`: a user's tokens and links), after the record's own row is locked (so
+ * that every delete locks in the same order). Answers the id; no row when there is no live record.
+ */
+export function deleteStatement(resource: Resource, id: number, action: AuditAction, context: WriteContext): Statement {
+  const params: unknown[] = [id];
+  let text = `with o as (select id from ${resource.table} where id = ?::bigint and deleted_at is null for update)`;
+  text += `, n as (update ${resource.table} t set deleted_at = now(), updated_at = now() from o where t.id = o.id returning t.id, t.deleted_at)`;
+  (resource.cascade ?? []).forEach((dependent, i) => {
+    text += `, c${i} as (update ${dependent.table} set deleted_at = now(), updated_at = now() where ${dependent.column} in (select id from n) and deleted_at is null)`;
+  });
+  const deletedAt = resource.fields.deletedAt as Field;
+  const changes = `jsonb_build_object('deletedAt', jsonb_build_object('before', null, 'after', ${auditValue(deletedAt, 'n')}))`;
+  text += `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changes} from n)`;
+  params.push(...actor(context.caller));
+  text += ' select n.id from n';
+  return { text, params };
+}
+
+/**
+ * Brings the soft-deleted record `id` back (a new `updatedAt`, a token's next `version`). Answers
+ * whether a record with that id exists and was live (`live`), and the record once restored.
+ */
+export function restoreStatement(resource: Resource, id: number, context: WriteContext): Statement {
+  const params: unknown[] = [id];
+  const extra = context.alsoSet ?? [];
+  let text = `with o as (select * from ${resource.table} where id = ?::bigint for update)`;
+  const set = ['deleted_at = null', ...extra.map((c) => `${c.column} = ?::${c.type}`), ...touched(resource)];
+  params.push(...extra.map((c) => c.value));
+  text += `, n as (update ${resource.table} t set ${set.join(', ')} from o where t.id = o.id and o.deleted_at is not null returning t.*)`;
+  const deletedAt = resource.fields.deletedAt as Field;
+  text += `, a as (${AUDIT_INSERT} select ${auditRow('restore', resource.name)}, n.id, ${changesSql([['deletedAt', deletedAt]], 'o', 'n')} from n join o on o.id = n.id)`;
+  params.push(...actor(context.caller));
+  text += ` select o.deleted_at is null as live, ${resource.columns.replace(/\bt\./g, 'n.')} from o left join n on true`;
+  return { text, params };
+}
+
+/** Reserves the next id of the resource's sequence (a later create or PUT on it makes the record). */
+export function applyStatement(resource: Resource, context: WriteContext): Statement {
+  const text =
+    `with r as (insert into id_reservations (resource, id) values ('${resource.name}', nextval(pg_get_serial_sequence('${resource.table}', 'id'))) returning id)` +
+    `, a as (${AUDIT_INSERT} select ${auditRow('apply', resource.name)}, r.id, '{}'::jsonb from r)` +
+    ' select r.id from r';
+  return { text, params: actor(context.caller) };
+}
+
+/** One audit event per given record, outside a resource's own statements (links, bulk revokes). */
+export function auditStatement(
+  caller: Caller,
+  events: readonly { action: AuditAction; resource: string; recordID: number; changes: Record<string, { before: unknown; after: unknown }> }[],
+): Statement {
+  const rows = events.map(() => '(?::bigint, ?::bigint, ?::text, ?::text, ?::text, ?::bigint, ?::jsonb)').join(', ');
+  const who = actor(caller);
+  const params = events.flatMap((e) => [...who, e.action, e.resource, e.recordID, JSON.stringify(e.changes)]);
+  return { text: `${AUDIT_INSERT} values ${rows}`, params };
+}
