@@ -168,6 +168,8 @@ export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExec
     const { document, operation, operationName } = request;
     const context = request.context as GraphQLContext;
     const variables = request.request.variables ?? {};
+    // No operation resolved (Apollo still calls the executor): graphql-js says why.
+    if (!operation) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
     const problems = variableErrors(schema, operation, variables);
     if (problems.length) return { errors: problems };
     if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables);
