@@ -11,8 +11,7 @@ import { GRAPHQL_METHODS, type GraphQLEndpoint } from './graphql/server.js';
 import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, serviceVersion } from './http/docs.js';
-import { errorHandler } from './http/errors.js';
-import { accessLog, answerOptions, requestId, requireOneHost, trimTrailingSlash } from './http/middleware.js';
+import { answerAndLog, httpEdge, requestScope } from './http/middleware.js';
 import { openApiDocument } from './http/openapi.js';
 import { mountRoutes, type Method, type RouteSpec } from './http/routes.js';
 import { linkRoutes } from './links/link.routes.js';
@@ -53,22 +52,18 @@ export function apiRoutes({ services, db }: Pick<AppDeps, 'services' | 'db'>, ba
 }
 
 /**
- * The Koa application, one pipeline for every request: request id, metrics, CORS, the request log,
- * error answers, the HTTP edge checks; then the health probes and documents, GraphQL, and the REST
+ * The Koa application, one pipeline for every request: request id and metrics, CORS, error answers
+ * and the request log, the HTTP edge checks; then the health probes and documents, GraphQL, and the REST
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
 export function createApp({ config, db, services, log, metrics, graphql, readCache }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
-  app.use(requestId);
-  if (metrics) app.use(metrics.middleware);
+  app.use(requestScope(metrics ? (ctx) => metrics.observe(ctx) : null));
   if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
-  app.use(accessLog(log, new DatabaseOutage(log)));
-  app.use(errorHandler(log));
-  app.use(requireOneHost);
-  app.use(trimTrailingSlash);
-  app.use(answerOptions);
+  app.use(answerAndLog(log, new DatabaseOutage(log)));
+  app.use(httpEdge);
 
   const health = new Router<AppState>();
   const publicRoutes: { method: Method; path: string }[] = [];

@@ -12,42 +12,55 @@ import { parseScopes, type Caller } from './caller.js';
  * statement on the same index). Valid means: not deleted, not expired, and owned by a user who is
  * not deleted, so deleting or expiring a token takes effect on the next request.
  *
- * The same statement reads the database's snapshot (which transactions have committed, and the
- * server's start), the read cache's freshness check (src/read-cache/read-cache.ts): it costs no
- * statement of its own.
+ * With the read cache on, the same statement reads the database's snapshot (which transactions
+ * have committed, and the server's start), the cache's freshness check (src/read-cache/store.ts):
+ * it costs no statement of its own.
  */
-const liveTokenSql = (keys: number) => `select t.id, t.user_id, t.scope,
-         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot
+const liveTokenSql = (keys: number, snapshot: boolean) => `select t.id, t.user_id, t.scope${snapshot ? `,
+         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot` : ''}
     from tokens t join users u on u.id = t.user_id
    where t.access_token_hmac ${keys === 1 ? '= ?' : `in (${Array(keys).fill('?').join(', ')})`}
      and t.deleted_at is null and u.deleted_at is null
      and (t.expire_at is null or t.expire_at > now())`;
-const LIVE_TOKEN = [liveTokenSql(1), liveTokenSql(1), liveTokenSql(2)];
+/** By number of keys held (one, or two during a rotation), without and with the snapshot. */
+const LIVE_TOKEN = [1, 2].map((keys) => [liveTokenSql(keys, false), liveTokenSql(keys, true)]);
 
 export interface LiveToken {
   tokenId: number;
   userId: number;
   scope: string;
-  snapshot: string;
+  /** Absent unless asked for. */
+  snapshot?: string;
 }
 
 /**
  * The live token with this access token value, or null: the lookup of every request, also used
  * to introspect and revoke a token by its value (RFC 7662, RFC 7009).
  */
-export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value: string): Promise<LiveToken | null> {
+export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value: string, withSnapshot = false): Promise<LiveToken | null> {
   if (value.length === 0 || value.length > 1024) return null;
   const hashes = db.keyring.hashes('accessToken', value);
-  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot: string }>(LIVE_TOKEN[hashes.length], hashes);
+  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string }>(LIVE_TOKEN[hashes.length - 1][withSnapshot ? 1 : 0], hashes);
   // Found by keyed hash: equality of the stored hash is the check (a hash is no secret to time).
-  return row ? { tokenId: row.id, userId: row.user_id, scope: row.scope, snapshot: row.snapshot } : null;
+  return row ? { tokenId: row.id, userId: row.user_id, scope: row.scope, ...(row.snapshot ? { snapshot: row.snapshot } : {}) } : null;
 }
 
-/** The caller behind an Authorization header (401 otherwise), carrying the request's id for the audit log. */
-export async function authenticate(db: { sql: Sql; keyring: Keyring }, header: string | undefined, client: string, requestId: string): Promise<Caller> {
-  const token = await liveTokenByValue(db, bearerOf(header));
+/**
+ * The caller behind an Authorization header (401 otherwise), carrying the request's id for the
+ * audit log and, with `withSnapshot` (the read cache is on), the snapshot its answers are kept under.
+ */
+export async function authenticate(
+  db: { sql: Sql; keyring: Keyring },
+  header: string | undefined,
+  client: string,
+  requestId: string,
+  withSnapshot: boolean,
+): Promise<Caller> {
+  const token = await liveTokenByValue(db, bearerOf(header), withSnapshot);
   if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', 'invalid');
-  return { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client, requestId, snapshot: token.snapshot };
+  const caller: Caller = { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client, requestId };
+  if (token.snapshot) caller.snapshot = token.snapshot;
+  return caller;
 }
 
 /** The longest `client` a token records (its column's length), in characters. */

@@ -14,7 +14,7 @@ export interface Caller {
   requestId?: string;
   /**
    * The database snapshot read with the token, in the request's first statement: the read cache
-   * serves this request only answers made under the same one (src/read-cache/read-cache.ts).
+   * serves this request only answers made under the same one (src/read-cache/store.ts).
    */
   snapshot?: string;
 }

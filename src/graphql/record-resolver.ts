@@ -10,7 +10,7 @@ import { callerOf, type GraphQLContext } from './context.js';
 import { inArgument } from './errors.js';
 import { listInput } from './filters.js';
 import type { RecordTypes } from './record-types.js';
-import { selects } from './selection.js';
+import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
 
 /**
  * The GraphQL operations of a record type over its service (type-graphql's resolvers-inheritance
@@ -72,7 +72,7 @@ export function recordResolver<R extends Resource>(
     const caller = callerOf(ctx);
     requirePermission(caller, read);
     const service = serviceOf(ctx);
-    return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total') });
+    return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total'), fields: selectedFields(info, PAGE_RECORDS) });
   });
   params(Resolver_, 'list', Args(() => types.ListArgsWithDeleted), Ctx(), Info());
   Query(() => types.Page, { name: plural })(proto, 'list', d);
@@ -82,18 +82,21 @@ export function recordResolver<R extends Resource>(
     const caller = callerOf(ctx);
     requirePermission(caller, read);
     const service = serviceOf(ctx);
-    return service.connection(caller, ctx.sql, service.parseKeyset(connectionInput(args)), { count: selects(info, 'totalCount') });
+    return service.connection(caller, ctx.sql, service.parseKeyset(connectionInput(args)), {
+      count: selects(info, 'totalCount'),
+      fields: selectedFields(info, CONNECTION_RECORDS),
+    });
   });
   params(Resolver_, 'connection', Args(() => types.ConnectionArgsWithDeleted), Ctx(), Info());
   Query(() => types.Connection, { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` })(proto, 'connection', d);
   cache('connection');
 
-  d = method(Resolver_, 'one', async (id: string, ctx: GraphQLContext) => {
+  d = method(Resolver_, 'one', async (id: string, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
     const caller = callerOf(ctx);
     requirePermission(caller, read);
-    return serviceOf(ctx).find(caller, ctx.sql, parseId(id));
+    return serviceOf(ctx).find(caller, ctx.sql, parseId(id), { fields: selectedFields(info) });
   });
-  params(Resolver_, 'one', Arg('id', () => ID), Ctx());
+  params(Resolver_, 'one', Arg('id', () => ID), Ctx(), Info());
   Query(() => types.Type, { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` })(proto, 'one', d);
   cache('one');
   for (const query of options.queries ?? []) query(Resolver_);

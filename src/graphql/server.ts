@@ -211,7 +211,7 @@ export async function createGraphQL(deps: {
     const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readGraphQLBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
     let caller: Caller;
     try {
-      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId);
+      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId, answers !== null);
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.

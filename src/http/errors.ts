@@ -1,10 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Next } from 'koa';
 import { AppError, asAppError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { AppContext } from './context.js';
-import { requestIdFrom } from './middleware.js';
+import { requestIdFrom } from './request-id.js';
 
 /** The HTTP status of each error code. */
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -80,26 +79,20 @@ export function failureOf(err: unknown, ctx: AppContext, log: Logger): AppError 
   return new AppError('INTERNAL', 'an internal error occurred; quote the requestId when reporting it');
 }
 
-/** Turns every failure into the JSON error body, and the router's bare 404/405 into it too. */
-export function errorHandler(log: Logger) {
-  return async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
-    try {
-      await next();
-      if (ctx.body === undefined || ctx.body === null) {
-        // The router answers a method it has no route for at all (TRACE, PROPFIND) with 501 and an
-        // empty Allow, on any path: a path with no route is a 404 whatever the method.
-        const allow = String(ctx.response.get('Allow') ?? '');
-        if (ctx.status === 404 || ((ctx.status === 405 || ctx.status === 501) && !allow)) {
-          ctx.remove('Allow');
-          sendError(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
-        } else if (ctx.status === 405 || ctx.status === 501) {
-          sendError(ctx, AppError.methodNotAllowed(ctx.method, allow.split(/,\s*/)));
-        }
-      }
-    } catch (err) {
-      sendError(ctx, failureOf(err, ctx, log));
-    }
-  };
+/**
+ * The router's bare answers as JSON errors: a path with no route is a 404 whatever the method (the
+ * router answers a method it has no route for at all, TRACE or PROPFIND, with 501 and an empty
+ * Allow, on any path); a method the path does not serve a 405 naming the ones it does.
+ */
+export function answerBareStatus(ctx: AppContext): void {
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  const allow = String(ctx.response.get('Allow') ?? '');
+  if (ctx.status === 404 || ((ctx.status === 405 || ctx.status === 501) && !allow)) {
+    ctx.remove('Allow');
+    sendError(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
+  } else if (ctx.status === 405 || ctx.status === 501) {
+    sendError(ctx, AppError.methodNotAllowed(ctx.method, allow.split(/,\s*/)));
+  }
 }
 
 /** The most a request line and its headers may take (the server's maxHeaderSize). */

@@ -57,7 +57,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       const header = authorizationOf(ctx.req);
       // Without a credential there is nothing to wait for: the 401 comes at once.
       const bodyProblem = header === undefined ? null : await readBody(ctx, route.body ?? 'json').then(() => null, (err: unknown) => ({ err }));
-      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId);
+      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, cache !== null);
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();

@@ -10,7 +10,7 @@ import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
 import { DateTime } from '../graphql/scalars.js';
-import { selects } from '../graphql/selection.js';
+import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from '../graphql/selection.js';
 import { compileKeyset } from '../list/keyset.js';
 import { compileList } from '../list/list.js';
 import { parseId } from '../resource/input.js';
@@ -180,7 +180,8 @@ export function linkResolvers(): ClassType[] {
           requirePermission(callerOf(ctx), 'user:read');
           const list = compileList(listInput(args), APPLICATION_LINK_LIST_FIELDS);
           const count = selects(info, 'total');
-          return (caller, sql, ids) => ctx.services.links.listApplicationsForUsers(caller, sql, ids, list, count);
+          const fields = { link: selectedFields(info, PAGE_RECORDS), application: selectedFields(info, [...PAGE_RECORDS, 'application']) };
+          return (caller, sql, ids) => ctx.services.links.listApplicationsForUsers(caller, sql, ids, list, count, fields);
         })
         .load(user.id);
     }
@@ -193,7 +194,8 @@ export function linkResolvers(): ClassType[] {
           requirePermission(callerOf(ctx), 'user:read');
           const list = compileList(listInput(args), USER_ROLE_LIST_FIELDS);
           const count = selects(info, 'total');
-          return (caller, sql, ids) => ctx.services.links.listRolesForUsers(caller, sql, ids, list, count);
+          const fields = selectedFields(info, PAGE_RECORDS);
+          return (caller, sql, ids) => ctx.services.links.listRolesForUsers(caller, sql, ids, list, count, fields);
         })
         .load(user.id);
     }
@@ -206,7 +208,8 @@ export function linkResolvers(): ClassType[] {
           requirePermission(callerOf(ctx), 'user:read');
           const keyset = compileKeyset(connectionInput(args), APPLICATION_LINK_LIST_FIELDS);
           const count = selects(info, 'totalCount');
-          return (caller, sql, ids) => ctx.services.links.applicationConnectionsForUsers(caller, sql, ids, keyset, count);
+          const fields = { link: selectedFields(info, CONNECTION_RECORDS), application: selectedFields(info, [...CONNECTION_RECORDS, 'application']) };
+          return (caller, sql, ids) => ctx.services.links.applicationConnectionsForUsers(caller, sql, ids, keyset, count, fields);
         })
         .load(user.id);
     }
@@ -219,7 +222,8 @@ export function linkResolvers(): ClassType[] {
           requirePermission(callerOf(ctx), 'user:read');
           const keyset = compileKeyset(connectionInput(args), USER_ROLE_LIST_FIELDS);
           const count = selects(info, 'totalCount');
-          return (caller, sql, ids) => ctx.services.links.roleConnectionsForUsers(caller, sql, ids, keyset, count);
+          const fields = selectedFields(info, CONNECTION_RECORDS);
+          return (caller, sql, ids) => ctx.services.links.roleConnectionsForUsers(caller, sql, ids, keyset, count, fields);
         })
         .load(user.id);
     }

@@ -45,6 +45,25 @@ export const APPLICATION_LINK_LIST_FIELDS: ListFields = {
 /** What one application link read selects: the application's columns (its record), and the link's. */
 const APPLICATION_LINK_COLUMNS = `${applications.columns}, l."right" as "right", l.user_id as "userID", l.created_at as "linkCreatedAt", l.updated_at as "linkUpdatedAt"`;
 
+/** What GraphQL selects of application links: the link's fields, and the application's below `application`. */
+export interface ApplicationLinkFields {
+  link: ReadonlySet<string>;
+  application: ReadonlySet<string>;
+}
+
+/** The select list of application links reading only the selected fields (the ids always). */
+function applicationLinkColumns(fields: ApplicationLinkFields | undefined): string {
+  if (!fields) return APPLICATION_LINK_COLUMNS;
+  const { link } = fields;
+  return [
+    applications.columnsOf(fields.application),
+    'l.user_id as "userID"',
+    ...(link.has('right') ? ['l."right" as "right"'] : []),
+    ...(link.has('createdAt') ? ['l.created_at as "linkCreatedAt"'] : []),
+    ...(link.has('updatedAt') ? ['l.updated_at as "linkUpdatedAt"'] : []),
+  ].join(', ');
+}
+
 interface ApplicationLinkRow extends NamedRecord {
   right: number;
   userID: number;
@@ -189,28 +208,28 @@ export function linkService() {
   return {
     listApplications: (caller: Caller, sql: Sql, userId: number, list: CompiledList) => listLinks(sql, APPLICATION_LINKS, caller, userId, list),
     /** The same list for many users at once (GraphQL's nested User.applications); totals only when `count`. */
-    listApplicationsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], list: CompiledList, count = true) {
+    listApplicationsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], list: CompiledList, count = true, fields?: ApplicationLinkFields) {
       requirePermission(caller, 'user:read');
-      return pagesByParent(sql, APPLICATION_LINKS, userIds, list, count);
+      return pagesByParent(sql, APPLICATION_LINKS, userIds, list, count, applicationLinkColumns(fields));
     },
     /** Keyset pages of many users' application links (GraphQL's nested User.applicationsConnection). */
-    applicationConnectionsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], keyset: CompiledKeyset, count = true) {
+    applicationConnectionsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], keyset: CompiledKeyset, count = true, fields?: ApplicationLinkFields) {
       requirePermission(caller, 'user:read');
-      return connectionsByParent(sql, APPLICATION_LINKS, userIds, keyset, count);
+      return connectionsByParent(sql, APPLICATION_LINKS, userIds, keyset, count, applicationLinkColumns(fields));
     },
     linkApplications: (caller: Caller, sql: Sql, userId: number, ids: readonly number[]) => link(APPLICATION_LINK, caller, sql, userId, ids),
     unlinkApplications: (caller: Caller, sql: Sql, userId: number, ids: readonly number[]) => unlink(APPLICATION_LINK, caller, sql, userId, ids),
 
     listRoles: (caller: Caller, sql: Sql, userId: number, list: CompiledList) => listLinks(sql, ROLE_LINKS, caller, userId, list),
     /** The same list for many users at once (GraphQL's nested User.roles); totals only when `count`. */
-    listRolesForUsers(caller: Caller, sql: Sql, userIds: readonly number[], list: CompiledList, count = true) {
+    listRolesForUsers(caller: Caller, sql: Sql, userIds: readonly number[], list: CompiledList, count = true, fields?: ReadonlySet<string>) {
       requirePermission(caller, 'user:read');
-      return pagesByParent(sql, ROLE_LINKS, userIds, list, count);
+      return pagesByParent(sql, ROLE_LINKS, userIds, list, count, fields && roles.columnsOf(fields));
     },
     /** Keyset pages of many users' roles (GraphQL's nested User.rolesConnection). */
-    roleConnectionsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], keyset: CompiledKeyset, count = true) {
+    roleConnectionsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], keyset: CompiledKeyset, count = true, fields?: ReadonlySet<string>) {
       requirePermission(caller, 'user:read');
-      return connectionsByParent(sql, ROLE_LINKS, userIds, keyset, count);
+      return connectionsByParent(sql, ROLE_LINKS, userIds, keyset, count, fields && roles.columnsOf(fields));
     },
     linkRoles: (caller: Caller, sql: Sql, userId: number, ids: readonly number[]) => link(ROLE_LINK, caller, sql, userId, ids),
     unlinkRoles: (caller: Caller, sql: Sql, userId: number, ids: readonly number[]) => unlink(ROLE_LINK, caller, sql, userId, ids),

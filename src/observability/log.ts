@@ -4,8 +4,9 @@ import type { LogLevel } from '../config.js';
 
 /**
  * The service log: pino, one JSON line per event (`{"level":"info","time":"…","msg":…, …}`), or
- * pino-pretty's coloured lines with LOG_FORMAT=pretty. Written asynchronously (pino's sonic-boom
- * batches what arrives while a write is under way), so a request never waits on a log write.
+ * pino-pretty's coloured lines with LOG_FORMAT=pretty. Written asynchronously and in batches
+ * (pino's sonic-boom: up to 4 KiB or 200 ms of lines per write), so a request never waits on a log
+ * write; what is buffered is written before the process exits.
  * Callers pass only what is safe to print: never request bodies, query strings (filters may carry
  * token values) or Authorization headers.
  */
@@ -20,6 +21,9 @@ export interface Logger {
 
 export type LogFormat = 'json' | 'pretty';
 
+/** How long a log line may wait in the buffer. */
+const FLUSH_MS = 200;
+
 /**
  * A logger at `level`. `write` receives each line instead of stderr (tests keep them to check what
  * is never logged); `format: 'pretty'` is for people at a terminal.
@@ -28,7 +32,13 @@ export function createLogger(level: LogLevel, write?: (line: string) => void, fo
   let destination: DestinationStream;
   if (write) destination = { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) };
   else if (format === 'pretty') destination = pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
-  else destination = pino.destination({ dest: 2, sync: false });
+  else {
+    // Lines gather until 4 KiB or the next flush (at most FLUSH_MS later): one write per
+    // page of lines, not one per request, which under load was a tenth of the service's CPU.
+    const stream = pino.destination({ dest: 2, sync: false, minLength: 4096 });
+    setInterval(() => stream.flush(), FLUSH_MS).unref();
+    destination = stream;
+  }
   const logger = pino(
     {
       level,

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
-import type { AppState } from '../http/context.js';
+import type { AppContext, AppState } from '../http/context.js';
 import { routeOf } from '../http/middleware.js';
 
 /**
@@ -11,8 +11,8 @@ import { routeOf } from '../http/middleware.js';
  * so a scan of random URLs cannot grow the series; operation names are bounded likewise.
  */
 export interface Metrics {
-  /** Observes every request; goes first among the middleware that answers. */
-  middleware: Middleware<AppState>;
+  /** Counts an answered request (src/http/middleware.ts's requestScope calls it). */
+  observe(ctx: AppContext): void;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
 }
@@ -71,17 +71,13 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
 
   return {
-    middleware: async function observe(ctx, next) {
-      try {
-        await next();
-      } finally {
-        const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
-        duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
-        requests.inc(labels);
-        const operation = ctx.state.graphql;
-        if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
-        if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
-      }
+    observe(ctx) {
+      const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
+      duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
+      requests.inc(labels);
+      const operation = ctx.state.graphql;
+      if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
+      if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
     },
     endpoint: async function metricsEndpoint(ctx) {
       ctx.set('Content-Type', registry.contentType);

@@ -46,10 +46,18 @@ export interface Resource<F extends Record<string, FieldSpec> = Record<string, F
   columns: string;
   /** The same, with `deletedAt` last: lists that read deleted records. */
   columnsWithDeletedAt: string;
+  /**
+   * The select list of only the given fields (with `id` always, which nested fields hang on, and
+   * `deletedAt` when asked): GraphQL reads what a query selects, as PostgreSQL-backed GraphQL
+   * servers do, and no more. Unknown names (nested fields, `__typename`) are left out.
+   */
+  columnsOf(fields: ReadonlySet<string>, withDeletedAt?: boolean): string;
   /** The list language's fields (filter and orderBy): the listed fields, by wire name. */
   listFields: ListFields;
   permissions: { read: Permission; write: Permission };
 }
+
+const PROJECTIONS = 256;
 
 /** Words PostgreSQL reserves that a column of ours is named after: written quoted. */
 const RESERVED = new Set(['right', 'left', 'user', 'order', 'group', 'table', 'column', 'default']);
@@ -77,6 +85,20 @@ export function defineResource<F extends Record<string, FieldSpec>>(spec: Resour
   const output = entries.filter(([name, f]) => f.origin !== 'hidden' && name !== 'deletedAt');
   const columns = output.map(([name, f]) => selectOf(name, f)).join(', ');
   const deletedAt = fields['deletedAt' as keyof F];
+  // Per set of fields, once: a client can invent at most 2^fields sets, and only the first
+  // PROJECTIONS are remembered.
+  const projections = new Map<string, string>();
+  const columnsOf = (wanted: ReadonlySet<string>, withDeletedAt = false): string => {
+    const key = `${withDeletedAt ? 'd' : 'l'}${[...wanted].join(',')}`;
+    let list = projections.get(key);
+    if (list === undefined) {
+      const chosen = output.filter(([name]) => name === 'id' || wanted.has(name)).map(([name, f]) => selectOf(name, f));
+      if (withDeletedAt && deletedAt) chosen.push(selectOf('deletedAt', deletedAt));
+      list = chosen.join(', ');
+      if (projections.size < PROJECTIONS) projections.set(key, list);
+    }
+    return list;
+  };
   return {
     ...spec,
     fields,
@@ -85,6 +107,7 @@ export function defineResource<F extends Record<string, FieldSpec>>(spec: Resour
     output,
     columns,
     columnsWithDeletedAt: deletedAt ? `${columns}, ${selectOf('deletedAt', deletedAt)}` : columns,
+    columnsOf,
     listFields: Object.fromEntries(entries.filter(([, f]) => f.listed).map(([name, f]) => [name, listFieldOf(f)])),
     permissions: { read: `${spec.name}:read` as Permission, write: `${spec.name}:write` as Permission },
   };

@@ -45,8 +45,15 @@ export const parseRecordKeyset = (input: RecordConnectionInput, fields: ListFiel
   ...compileKeyset(input, fields),
 });
 
-/** How a list call is answered: `count: false` leaves `total` out (GraphQL, when it is not selected). */
-export interface ListOptions {
+/**
+ * How a read is answered: `fields` reads only those fields of each record (GraphQL: what the query
+ * selects; absent: every field, as REST answers them); `count: false` leaves a page's `total` out
+ * (GraphQL, when it is not selected).
+ */
+export interface ReadOptions {
+  fields?: ReadonlySet<string>;
+}
+export interface ListOptions extends ReadOptions {
   count?: boolean;
 }
 
@@ -98,9 +105,13 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
   const context = (caller: Caller) => ({ caller, ...(hooks.encode ? { encode: hooks.encode } : {}) });
   const whereSql = (where: SqlFragment | null) => (where ? ` where ${where.sql}` : '');
 
-  /** The columns a list of the scope reads and how its rows are presented. */
-  const readerOf = (scope: DeletedScope) =>
-    scope === 'live' ? { columns: resource.columns, present: fromRow } : { columns: resource.columnsWithDeletedAt, present: withDeletedAt };
+  // A resource whose records are made from their rows by a hook (a token: its secrets opened) reads whole rows.
+  const projects = !hooks.fromRow;
+  /** The select list of a read of the scope: the fields asked for, or all. */
+  const columnsFor = (fields: ReadonlySet<string> | undefined, scope: DeletedScope = 'live') =>
+    fields && projects ? resource.columnsOf(fields, scope !== 'live') : scope === 'live' ? resource.columns : resource.columnsWithDeletedAt;
+  const presenterOf = (scope: DeletedScope) => (scope === 'live' ? fromRow : withDeletedAt);
+  const byId = (fields: ReadonlySet<string> | undefined) => (fields && projects ? `select ${columnsFor(fields)} from ${resource.table} t where t.id = ? and t.deleted_at is null` : BY_ID);
 
   /** How many records of the scope match: the live count the writes keep when unfiltered, else counted. */
   async function countMatches(sql: Sql, scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
@@ -173,7 +184,8 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
       requirePermission(caller, read);
       const { scope } = q;
       const where = andAll(deletedScopeSql(scope), q.where);
-      const { columns, present } = readerOf(scope);
+      const columns = columnsFor(options.fields, scope);
+      const present = presenterOf(scope);
       const page = sql.rows<Row>(`select ${columns} from ${resource.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
         ...(where?.params ?? []),
         q.limit,
@@ -188,7 +200,8 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
       requirePermission(caller, read);
       const { scope } = keyset;
       const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
-      const { columns, present } = readerOf(scope);
+      const columns = columnsFor(options.fields, scope);
+      const present = presenterOf(scope);
       const [found, total] = await Promise.all([
         sql.rows<Row>(
           `select ${columns}, ${sortColumns(keyset.order)} from ${resource.table} t${whereSql(where)} order by ${orderSql(keyset.order, keyset.backward)} limit ?`,
@@ -200,9 +213,9 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     },
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
-    async find(caller: Caller, sql: Sql, id: number): Promise<Rec | null> {
+    async find(caller: Caller, sql: Sql, id: number, options: ReadOptions = {}): Promise<Rec | null> {
       requirePermission(caller, read);
-      const [row] = await sql.rows<Row>(BY_ID, [id]);
+      const [row] = await sql.rows<Row>(byId(options.fields), [id]);
       return row ? fromRow(row) : null;
     },
 
@@ -214,9 +227,10 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     },
 
     /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
-    async findMany(caller: Caller, sql: Sql, ids: readonly number[]): Promise<Rec[]> {
+    async findMany(caller: Caller, sql: Sql, ids: readonly number[], options: ReadOptions = {}): Promise<Rec[]> {
       requirePermission(caller, read);
-      return (await sql.rows<Row>(BY_IDS, [idArray(ids)])).map(fromRow);
+      const text = options.fields && projects ? `select ${columnsFor(options.fields)} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null` : BY_IDS;
+      return (await sql.rows<Row>(text, [idArray(ids)])).map(fromRow);
     },
 
     /**

@@ -6,7 +6,7 @@ import { DIRECTORY_TABLES } from './Migration20261202000000_directory_version.js
  * commit, so concurrent writes queued on that row's lock for the length of each other's commit
  * (about 1,700 updates a second at most on the benchmark machine, 6,600 without it). The read
  * cache now keys answers by the database snapshot each request reads with its token
- * (src/read-cache/read-cache.ts), which every commit moves and no write has to maintain.
+ * (src/read-cache/store.ts), which every commit moves and no write has to maintain.
  */
 export class Migration20261203000000_drop_directory_version extends Migration {
   override name = 'Migration20261203000000_drop_directory_version';
