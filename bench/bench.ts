@@ -9,14 +9,9 @@
  * prints requests per second, latency percentiles, non-2xx answers, and the service's resident
  * memory (now and peak, from /proc).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { benchService, memoryOf } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,35 +42,6 @@ interface Result {
   failed: number;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function memoryOf(pid: number): Promise<{ rssMiB: number; peakMiB: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 };
-}
-
-/** Starts `node dist/src/main.js` and resolves once it listens. */
-async function startService(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('listening on')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code} before listening:\n${out}`)));
-  });
-  return child;
-}
-
 async function measure(scenario: Scenario, seconds: number): Promise<Result> {
   const latencies: number[] = [];
   let failed = 0;
@@ -98,31 +64,9 @@ async function measure(scenario: Scenario, seconds: number): Promise<Result> {
 }
 
 async function main(): Promise<void> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  let dataDir: string | undefined;
-  let databaseUrl: string | undefined;
-  let dbName: string | undefined;
-  if (ADMIN_URL) {
-    dbName = `uts_bench_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: ADMIN_URL });
-    await admin.connect();
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-    const url = new URL(ADMIN_URL);
-    url.pathname = `/${dbName}`;
-    databaseUrl = url.toString();
-  } else {
-    dataDir = await mkdtemp(join(tmpdir(), 'uts-bench-'));
-  }
-  const child = await startService({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    BOOTSTRAP_TOKEN: TOKEN,
-    LOG_LEVEL: 'warn',
-    // A key of its own (SPEC §9); the embedded database would otherwise make a key file.
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl, TOKEN_KEY: randomBytes(32).toString('base64') } : { DATA_DIR: dataDir! }),
-  });
+  const service = await benchService({ LOG_LEVEL: 'warn', BOOTSTRAP_TOKEN: TOKEN });
+  const { base, child } = service;
+  const databaseUrl = ADMIN_URL;
   try {
     const headers = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', Accept: 'application/json' };
     const call = async (method: string, path: string, body?: unknown) => {
@@ -191,15 +135,7 @@ async function main(): Promise<void> {
     }
     console.log(`\nservice memory: ${afterSeed.rssMiB.toFixed(0)} MiB resident after seeding, ${end.rssMiB.toFixed(0)} MiB at the end, ${end.peakMiB.toFixed(0)} MiB peak`);
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-    if (dbName) {
-      const admin = new pg.Client({ connectionString: ADMIN_URL });
-      await admin.connect();
-      await admin.query(`drop database if exists ${dbName} with (force)`);
-      await admin.end();
-    }
+    await service.stop();
   }
 }
 

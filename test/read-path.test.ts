@@ -209,6 +209,42 @@ describe('only the work asked for', () => {
     expect(counted.filter((q) => /count\(\*\)/.test(q))).toHaveLength(1);
   });
 
+  /** The select list of the statement that reads `from` (`users t`, `user_roles l`). */
+  const selectOf = (statements: string[], from: string) => {
+    const statement = statements.find((q) => q.includes(` from ${from} `));
+    if (!statement) throw new Error(`no statement reads ${from} in ${statements.join('\n')}`);
+    return statement.slice(0, statement.indexOf(` from ${from} `));
+  };
+
+  test('GraphQL reads only the columns a query selects, through aliases, fragments and inline fragments', async () => {
+    const [id] = (await svc.sql<{ id: string }>(`select id from users where first_name = $1 order by id limit 1`, [group])).map((r) => Number(r.id));
+    const statements = await statementsOf(async () => {
+      const data = await gql(`query { user(id: ${id}) { who: lastName ...Names ... on User { status } } } fragment Names on User { firstName }`);
+      expect(data.user).toEqual({ who: '0', firstName: group, status: 0 });
+    });
+    const read = selectOf(statements, 'users t');
+    expect(read).toContain('t.last_name');
+    expect(read).toContain('t.first_name');
+    expect(read).toContain('t.status');
+    expect(read).not.toMatch(/avatar_url|photo_url|out_key|created_at|updated_at/);
+  });
+
+  test('a page reads its records’ selected columns, and its nested links theirs', async () => {
+    const statements = await statementsOf(async () => {
+      const data = await gql(`{ users(pageSize: 3, filter: { firstName: { eq: "${group}" } }) { data { id lastName applications { data { right application { name } } } roles { data { name } } } } }`);
+      expect(data.users.data.map((u: any) => u.lastName)).toEqual(['0', '1', '2']);
+      for (const user of data.users.data) {
+        expect(user.applications.data).toEqual([{ right: 0, application: { name: `${group}-a` } }]);
+        expect(user.roles.data).toEqual([{ name: `${group}-r` }]);
+      }
+    });
+    expect(selectOf(statements, 'users t')).toBe('select t.id as "id", t.last_name as "lastName"');
+    const links = selectOf(statements, 'user_applications l');
+    expect(links).toContain('l."right"');
+    expect(links).not.toMatch(/t\.created_at|l\.created_at/);
+    expect(selectOf(statements, 'user_roles l')).not.toMatch(/created_at/);
+  });
+
   test('REST: a list is a page and its total sent together, a get is one statement after the bearer', async () => {
     const list = await statementsOf(() => svc.request('GET', '/user/?pageSize=5'));
     expect(list).toHaveLength(3);
