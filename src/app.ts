@@ -35,19 +35,20 @@ export interface AppDeps {
   graphql: Pick<GraphQLEndpoint, 'middleware'>;
   /** Answers of cacheable reads (src/read-cache/), shared with GraphQL; null: off. */
   readCache: ReadCache | null;
+  /** Whether the service is stopping (draining: /readyz answers 503 while requests are still served). */
+  stopping?: () => boolean;
 }
 
 /** The REST API's route table (below BASE_PATH). */
 export function apiRoutes({ services, db }: Pick<AppDeps, 'services' | 'db'>, basePath: string): RouteSpec[] {
-  const { sql } = db;
   return [
-    ...userRoutes(services.users, sql, basePath),
-    ...tokenRoutes(services.tokens, sql, basePath),
-    ...applicationRoutes(services.applications, sql, basePath),
-    ...roleRoutes(services.roles, sql, basePath),
-    ...linkRoutes(services.links, sql),
-    ...auditRoutes(services.audit, sql),
-    ...oauthRoutes(services.tokens, services.links, sql),
+    ...userRoutes(services.users, basePath),
+    ...tokenRoutes(services.tokens, basePath),
+    ...applicationRoutes(services.applications, basePath),
+    ...roleRoutes(services.roles, basePath),
+    ...linkRoutes(services.links),
+    ...auditRoutes(services.audit),
+    ...oauthRoutes(services.tokens, services.links),
   ];
 }
 
@@ -57,7 +58,7 @@ export function apiRoutes({ services, db }: Pick<AppDeps, 'services' | 'db'>, ba
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
-export function createApp({ config, db, services, log, metrics, graphql, readCache }: AppDeps): RequestListener {
+export function createApp({ config, db, services, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   app.use(requestScope(metrics ? (ctx) => metrics.observe(ctx) : null));
@@ -75,6 +76,7 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
     ctx.body = { status: 'ok' };
   });
   publicGet('/readyz', async (ctx) => {
+    if (stopping()) throw AppError.unavailable('the service is stopping');
     if (!(await db.ready())) throw AppError.unavailable('the database is unreachable or not migrated');
     ctx.body = { status: 'ready' };
   });

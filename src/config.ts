@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /**
  * Service configuration, read once from the environment. Every setting has a safe default so that
  * `npm start` works with no environment at all (embedded database under ./data).
@@ -16,6 +18,21 @@ export interface Config {
    * (PgBouncer): no named statements and no session settings. Else `session` (the default).
    */
   pooler: 'session' | 'transaction';
+  /**
+   * DATABASE_DIRECT_URL: a direct connection to the primary, for what needs a session of its own
+   * behind a pooler in transaction mode (LISTEN for the realtime events); unset: DATABASE_URL.
+   */
+  databaseDirectUrl: string | undefined;
+  /** DATABASE_READ_URLS: streaming replicas that serve reads (SPEC §11); empty: every read on the primary. */
+  databaseReadUrls: readonly string[];
+  /** REPLICA_MAX_LAG_MS: a replica further behind than this is skipped (reads fall back to the primary). */
+  replicaMaxLagMs: number;
+  /** MIGRATE: run pending migrations at start (under an advisory lock: one instance migrates, the others wait). */
+  migrate: boolean;
+  /** WORKERS: processes serving one port (node:cluster); 1 runs the service in this process. */
+  workers: number;
+  /** SHUTDOWN_DRAIN_MS: on SIGTERM, /readyz answers 503 this long while requests are still served. */
+  shutdownDrainMs: number;
   /** How long a statement may wait for a row or table lock (0: no limit) before it fails as a 409. */
   lockTimeoutMs: number;
   /** How long a statement may run (0: no limit) before PostgreSQL cancels it, answered as a 503. */
@@ -117,6 +134,28 @@ function pooler(raw: string | undefined): Config['pooler'] {
   throw new ConfigError(`DATABASE_POOLER must be session or transaction, got "${raw}"`);
 }
 
+const postgresUrl = (name: string, raw: string): string => {
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new ConfigError(`${name} must start with postgres:// or postgresql://`);
+  return raw;
+};
+
+/** DATABASE_READ_URLS: comma-separated PostgreSQL URLs. */
+function readUrls(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean)
+    .map((url) => postgresUrl('DATABASE_READ_URLS', url));
+}
+
+/** WORKERS: a count, or `auto` (one per CPU the process may use). */
+function workers(raw: string | undefined): number {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '') return 1;
+  if (value === 'auto') return Math.max(1, availableParallelism());
+  return integer({ WORKERS: value }, 'WORKERS', 1, 1, 256);
+}
+
 function basePath(raw: string | undefined): string {
   const trimmed = (raw ?? '').trim().replace(/\/+$/, '');
   if (trimmed === '') return '';
@@ -130,14 +169,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
-  }
+  if (databaseUrl) postgresUrl('DATABASE_URL', databaseUrl);
+  const databaseDirectUrl = env.DATABASE_DIRECT_URL?.trim() || undefined;
+  if (databaseDirectUrl) postgresUrl('DATABASE_DIRECT_URL', databaseDirectUrl);
+  const databaseReadUrls = readUrls(env.DATABASE_READ_URLS);
+  if (!databaseUrl && (databaseReadUrls.length || databaseDirectUrl)) throw new ConfigError('DATABASE_READ_URLS and DATABASE_DIRECT_URL need DATABASE_URL (the embedded database has no replicas)');
   const tokenKey = parseKey('TOKEN_KEY', env.TOKEN_KEY);
   const tokenKeyPrevious = parseKey('TOKEN_KEY_PREVIOUS', env.TOKEN_KEY_PREVIOUS);
   if (databaseUrl && !tokenKey) {
     throw new ConfigError(`TOKEN_KEY is required with DATABASE_URL: the key that encrypts the tokens at rest, ${KEY_BYTES} bytes in base64 (generate one with: openssl rand -base64 ${KEY_BYTES}); keep it out of the database and its backups`);
   }
+  const workerCount = workers(env.WORKERS);
+  // The embedded database lives in one process: several workers need a PostgreSQL server.
+  if (!databaseUrl && workerCount > 1) throw new ConfigError('WORKERS above 1 needs DATABASE_URL (the embedded database lives in one process)');
   const bootstrapToken = env.BOOTSTRAP_TOKEN?.trim() || undefined;
   if (bootstrapToken && bootstrapToken.length > 1024) throw new ConfigError('BOOTSTRAP_TOKEN is longer than 1024 characters');
   return {
@@ -151,6 +195,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
     pooler: pooler(env.DATABASE_POOLER),
+    databaseDirectUrl,
+    databaseReadUrls,
+    replicaMaxLagMs: integer(env, 'REPLICA_MAX_LAG_MS', 2_000, 0, 3_600_000),
+    migrate: flag(env, 'MIGRATE', true),
+    workers: workerCount,
+    shutdownDrainMs: integer(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
     lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 0, 600_000),
     statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     bootstrapToken,

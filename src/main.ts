@@ -1,4 +1,5 @@
 import v8 from 'node:v8';
+import { isWorker, runPrimary } from './cluster.js';
 import { ConfigError, loadConfig } from './config.js';
 import { startService, type RunningService } from './server.js';
 import { createLogger } from './observability/log.js';
@@ -28,6 +29,12 @@ async function main(): Promise<void> {
   tuneHeap();
   const config = loadConfig();
   const log = createLogger(config.logLevel, undefined, config.logFormat);
+  if (config.workers > 1 && !isWorker()) {
+    const code = await runPrimary(config.workers, log);
+    log.info('stopped', { workers: config.workers });
+    log.flush();
+    process.exit(code);
+  }
   // Signals are taken from the first moment: one that arrives while the service is still starting
   // (migrating, say) stops it as soon as it has started, gracefully, instead of killing it midway.
   let service: RunningService | undefined;
@@ -54,14 +61,15 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
-  service = await startService(config, log);
+  service = await startService(config, log, { stopRequested: () => signalled });
   if (service.firstToken) {
     // Printed once, on stdout, and never logged: it is the only way in on a new database.
     process.stdout.write(
       `\nNo token existed, so a first one with scope "*" was created. Keep it; it is not shown again:\n\n  ${service.firstToken}\n\n`,
     );
   }
-  process.stdout.write(`User and token service listening on ${service.url} (${service.db.kind} database)\n`);
+  // With WORKERS=n the primary says it once, for the group.
+  if (!isWorker()) process.stdout.write(`User and token service listening on ${service.url} (${service.db.kind} database)\n`);
   if (signalled) stop();
 }
 

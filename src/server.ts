@@ -28,6 +28,19 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** How often a service started with MIGRATE=false looks whether the migrations have run. */
+const MIGRATION_POLL_MS = 2_000;
+
+/** Resolves once the database has no pending migration (or `gaveUp` says to stop waiting). */
+async function untilMigrated(db: Database, log: Logger, gaveUp: () => boolean): Promise<void> {
+  let told = false;
+  while (!(await db.ready()) && !gaveUp()) {
+    if (!told) log.warn('waiting for the migrations (MIGRATE=false): run npm run migrate', {});
+    told = true;
+    await new Promise((resolve) => setTimeout(resolve, MIGRATION_POLL_MS));
+  }
+}
+
 /** Methods whose requests change nothing (RFC 9110 §9.2.1): pipelined ones may run side by side. */
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -71,17 +84,26 @@ class Connection {
  * `shutdownTimeoutMs` to finish (each answer closing its connection), then the pool (and the
  * embedded database) close.
  */
-export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: { onStatement?: StatementListener } = {}): Promise<RunningService> {
-  const db = await openDatabase(config, { onStatement: options.onStatement });
+export interface StartOptions {
+  onStatement?: StatementListener;
+  /** Whether a stop was asked for while starting (a signal): a start waiting for its migrations gives up. */
+  stopRequested?: () => boolean;
+}
+
+export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
+  const db = await openDatabase(config, { onStatement: options.onStatement, log });
   let server: Server | undefined;
   try {
-    const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
-    if (ran.length) log.info('migrations applied', { migrations: ran });
+    if (config.migrate) {
+      const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
+      if (ran.length) log.info('migrations applied', { migrations: ran });
+    }
     const services = createServices(db.keyring);
     const readCache = createReadCache(config.readCacheMb);
     const metrics = config.metrics ? createMetrics(db) : null;
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache });
-    const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache });
+    let draining = false;
+    const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.
@@ -95,6 +117,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // keep-alive client cannot hold the process open by sending more requests, and the stop ends
     // when the last answer is out rather than when idle connections time out.
     let stopped: Promise<void> | undefined; // set by the first stop()
+    let stopping = false; // set once the drain is over: answers close their connections
     const unanswered = new Set<ServerResponse>();
     const closeAfterAnswer = (res: ServerResponse) => {
       res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
@@ -106,7 +129,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
       return connection;
     };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      if (stopped) closeAfterAnswer(res);
+      if (stopping) closeAfterAnswer(res);
       else {
         unanswered.add(res);
         res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
@@ -138,7 +161,11 @@ export async function startService(config: Config, log: Logger = createLogger(co
     log.info('listening', { url, database: db.kind });
     // Only once the service listens: a start that fails before (the port taken, say) creates no
     // token, so the next start still makes and prints the first one.
-    const firstToken = await ensureFirstToken(db.sql, services, config.bootstrapToken);
+    // MIGRATE=false: the migrations are a step of their own (`npm run migrate`); until it has run,
+    // the service listens and /readyz answers 503.
+    if (!config.migrate) await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
+    // Once, however many instances start together: under the startup lock.
+    const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
     const listening = server;
     return {
       url,
@@ -147,6 +174,14 @@ export async function startService(config: Config, log: Logger = createLogger(co
       firstToken,
       stop: () =>
         (stopped ??= (async () => {
+          // Draining: /readyz says 503 so that a balancer takes the instance out, while every
+          // request, new connections' too, is still served; then the stop proper.
+          if (config.shutdownDrainMs > 0) {
+            draining = true;
+            log.info('draining', { ms: config.shutdownDrainMs });
+            await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+          }
+          stopping = true;
           for (const res of unanswered) closeAfterAnswer(res);
           const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
           listening.closeIdleConnections();

@@ -16,14 +16,26 @@ import { parseScopes, type Caller } from './caller.js';
  * have committed, and the server's start), the cache's freshness check (src/read-cache/store.ts):
  * it costs no statement of its own.
  */
-const liveTokenSql = (keys: number, snapshot: boolean) => `select t.id, t.user_id, t.scope${snapshot ? `,
-         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot` : ''}
+const liveTokenSql = (keys: number, snapshot: boolean, floor: boolean) => `select t.id, t.user_id, t.scope${snapshot ? `,
+         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot` : ''}${floor ? `,
+         pg_current_wal_flush_lsn()::text as floor` : ''}
     from tokens t join users u on u.id = t.user_id
    where t.access_token_hmac ${keys === 1 ? '= ?' : `in (${Array(keys).fill('?').join(', ')})`}
      and t.deleted_at is null and u.deleted_at is null
      and (t.expire_at is null or t.expire_at > now())`;
-/** By number of keys held (one, or two during a rotation), without and with the snapshot. */
-const LIVE_TOKEN = [1, 2].map((keys) => [liveTokenSql(keys, false), liveTokenSql(keys, true)]);
+/** By number of keys held (one, or two during a rotation), then by what else is read: the snapshot (bit 1), the read floor (bit 2). */
+const LIVE_TOKEN = [1, 2].map((keys) => [0, 1, 2, 3].map((what) => liveTokenSql(keys, (what & 1) !== 0, (what & 2) !== 0)));
+
+/** What the token lookup reads besides the token. */
+export interface LookupExtras {
+  /** The database snapshot, which the read cache keys answers by (src/read-cache/store.ts). */
+  snapshot?: boolean;
+  /**
+   * The primary's WAL position: everything committed before this request. A replica serves the
+   * request's reads only once it has replayed that far (src/db/replicas.ts).
+   */
+  floor?: boolean;
+}
 
 export interface LiveToken {
   tokenId: number;
@@ -31,35 +43,43 @@ export interface LiveToken {
   scope: string;
   /** Absent unless asked for. */
   snapshot?: string;
+  floor?: string;
 }
 
 /**
  * The live token with this access token value, or null: the lookup of every request, also used
  * to introspect and revoke a token by its value (RFC 7662, RFC 7009).
  */
-export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value: string, withSnapshot = false): Promise<LiveToken | null> {
+export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value: string, extras: LookupExtras = {}): Promise<LiveToken | null> {
   if (value.length === 0 || value.length > 1024) return null;
   const hashes = db.keyring.hashes('accessToken', value);
-  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string }>(LIVE_TOKEN[hashes.length - 1][withSnapshot ? 1 : 0], hashes);
+  const what = (extras.snapshot ? 1 : 0) | (extras.floor ? 2 : 0);
+  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(LIVE_TOKEN[hashes.length - 1][what], hashes);
   // Found by keyed hash: equality of the stored hash is the check (a hash is no secret to time).
-  return row ? { tokenId: row.id, userId: row.user_id, scope: row.scope, ...(row.snapshot ? { snapshot: row.snapshot } : {}) } : null;
+  if (!row) return null;
+  const token: LiveToken = { tokenId: row.id, userId: row.user_id, scope: row.scope };
+  if (row.snapshot) token.snapshot = row.snapshot;
+  if (row.floor) token.floor = row.floor;
+  return token;
 }
 
 /**
  * The caller behind an Authorization header (401 otherwise), carrying the request's id for the
- * audit log and, with `withSnapshot` (the read cache is on), the snapshot its answers are kept under.
+ * audit log and, as `extras` asks, the snapshot its answers are kept under (the read cache is on)
+ * and its read floor (replicas serve reads).
  */
 export async function authenticate(
   db: { sql: Sql; keyring: Keyring },
   header: string | undefined,
   client: string,
   requestId: string,
-  withSnapshot: boolean,
+  extras: LookupExtras,
 ): Promise<Caller> {
-  const token = await liveTokenByValue(db, bearerOf(header), withSnapshot);
+  const token = await liveTokenByValue(db, bearerOf(header), extras);
   if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', 'invalid');
   const caller: Caller = { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client, requestId };
   if (token.snapshot) caller.snapshot = token.snapshot;
+  if (token.floor) caller.readFloor = token.floor;
   return caller;
 }
 

@@ -17,6 +17,11 @@ export interface Caller {
    * serves this request only answers made under the same one (src/read-cache/store.ts).
    */
   snapshot?: string;
+  /**
+   * The primary's WAL position (`X/Y`) read with the token when replicas serve reads: the request's
+   * reads go to a replica only once it has replayed that far (src/db/replicas.ts).
+   */
+  readFloor?: string;
 }
 
 /** `*` grants everything; `user:*` every permission on users; else the exact permission. */

@@ -7,10 +7,18 @@ import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
 import type { EmbeddedPostgres } from './embedded.js';
 import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
-import { PoolSql, typeParsers, type StatementListener } from './sql.js';
+import type { Caller } from '../auth/caller.js';
+import type { Logger } from '../observability/log.js';
+import { openReplicas, type ReplicaState } from './replicas.js';
+import { PoolSql, typeParsers, type Sql, type StatementListener } from './sql.js';
+
+const silentLog: Logger = { debug() {}, info() {}, warn() {}, error() {}, flush() {} };
 
 /** How long a request waits for a free database connection before it is answered 503. */
 export const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+
+/** The startup lock's key (pg_advisory_xact_lock): "uts-strt" in ASCII. */
+const STARTUP_LOCK = '8463516238783738484';
 
 export interface Database {
   /** Every statement of the service: the pool, or a transaction on it (src/db/sql.ts). */
@@ -30,20 +38,37 @@ export interface Database {
   /**
    * Runs the pending migrations (converting plain tokens with the key between the two secrets
    * migrations), then checks that the key ring opens every stored token; returns the names it ran.
-   * `converted` hears how many plain tokens were converted, when any were.
+   * `converted` hears how many plain tokens were converted, when any were. Under the startup lock:
+   * of many instances starting at once, one migrates and the others wait, then find nothing to do.
    */
   migrate(converted?: (count: number) => void): Promise<string[]>;
+  /**
+   * Runs `work` holding the startup lock, a PostgreSQL advisory lock that every instance (and
+   * `npm run migrate`) takes for what must happen once however many start together: migrating,
+   * creating the first token. A transaction-level lock, held by a connection of its own: it works
+   * through a pooler in transaction mode too, and a crashed holder releases it with its session.
+   * The embedded database has one process by construction: no lock there.
+   */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
   /** True when the database answers and no migration is pending. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
   /** The connection pool's counts. */
   poolStats(): { size: number; idle: number; waiting: number; max: number };
+  /** Whether reads go to replicas: the token lookup then reads each request's floor. */
+  readFloors: boolean;
+  /** Where a read request's statements run: a replica past the caller's floor, else the primary (src/db/replicas.ts). */
+  readerFor(caller: Caller): Sql;
+  /** The replicas, for /metrics. */
+  replicaStates(): ReplicaState[];
 }
 
 export interface OpenOptions {
   /** A command-line tool reaches an embedded database that a running service holds through that service. */
   shareEmbedded?: boolean;
   onStatement?: StatementListener;
+  /** Where the replicas' state changes are told. */
+  log?: Logger;
 }
 
 /**
@@ -54,7 +79,7 @@ export interface OpenOptions {
  */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'> &
-    Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs' | 'tokenKey' | 'tokenKeyPrevious' | 'pooler'>>,
+    Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs' | 'tokenKey' | 'tokenKeyPrevious' | 'pooler' | 'databaseReadUrls' | 'replicaMaxLagMs'>>,
   options: OpenOptions = {},
 ): Promise<Database> {
   // Before anything starts: a missing or malformed key stops here, with nothing to clean up.
@@ -94,13 +119,38 @@ export async function openDatabase(
     await embedded?.stop();
     throw err;
   }
+  const replicas = config.databaseReadUrls?.length
+    ? openReplicas(config.databaseReadUrls, { sql, pool }, {
+        poolSize: config.poolSize,
+        maxLagMs: config.replicaMaxLagMs ?? 2_000,
+        log: options.log ?? silentLog,
+        onStatement: options.onStatement,
+        statementTimeoutMs: config.statementTimeoutMs,
+      })
+    : null;
+  const exclusive = async <T>(work: () => Promise<T>): Promise<T> => {
+    if (embedded) return work();
+    // A connection apart from the pool: migrations need the pool's, however small it is.
+    const lock = new pg.Client({ connectionString: url });
+    lock.on('error', () => {});
+    await lock.connect();
+    try {
+      await lock.query('begin');
+      await lock.query(`select pg_advisory_xact_lock(${STARTUP_LOCK})`);
+      return await work();
+    } finally {
+      await lock.query('commit').catch(() => {});
+      await lock.end().catch(() => {});
+    }
+  };
   return {
     sql,
     orm,
     kind: embedded ? 'embedded' : 'external',
     shared: embedded ? !embedded.owned : false,
     keyring,
-    async migrate(converted) {
+    exclusive,
+    migrate: (converted) => exclusive(async () => {
       const ran: string[] = [];
       // Plain tokens need the key to be converted, which SQL migrations never see: run the
       // migrations up to the one adding the new columns, convert with the key, then the rest
@@ -121,8 +171,11 @@ export async function openDatabase(
       }
       await checkTokenKeys(sql, keyring);
       return ran;
-    },
+    }),
     poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
+    readFloors: replicas !== null,
+    readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
+    replicaStates: () => replicas?.states() ?? [],
     async ready() {
       try {
         return (await orm.migrator.getPending()).length === 0;
@@ -131,6 +184,7 @@ export async function openDatabase(
       }
     },
     async close() {
+      await replicas?.close();
       // The ORM's Kysely instance ends the pool it was given.
       await orm.close(true);
       await embedded?.stop();

@@ -152,7 +152,8 @@ export class PoolSql implements Sql {
   }
 
   async rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-    if (this.options.wrapStatements) return this.transaction((tx) => tx.rows<R>(text, params));
+    // The embedded database's wrapper is no statement of the service's: the listener hears the statement alone.
+    if (this.options.wrapStatements) return this.once((tx) => tx.rows<R>(text, params), false);
     const client = await connect(this.pool);
     let broken: Error | undefined;
     try {
@@ -177,10 +178,10 @@ export class PoolSql implements Sql {
     }
   }
 
-  private async once<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+  private async once<T>(work: (tx: Transaction) => Promise<T>, reported = true): Promise<T> {
     const client = await connect(this.pool);
     const control = async (text: 'begin' | 'commit' | 'rollback') => {
-      this.options.onStatement?.(text);
+      if (reported) this.options.onStatement?.(text);
       try {
         await client.query(text);
       } catch (err) {

@@ -16,7 +16,10 @@ export interface GraphQLContext {
   /** The request's X-Request-Id, carried by every error of the answer. */
   requestId: string;
   services: Services;
+  /** Where the operation's statements run: the primary (a mutation's transaction, once it opens one). */
   sql: Sql;
+  /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
+  reads: Sql;
   loaders: Loaders;
   /** The HTTP request's state, where the operation's name and type are noted for the request log. */
   http?: { graphql?: { name: string | null; type: string } };

@@ -189,6 +189,11 @@ export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExec
     if (!operation) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
     const problems = variableErrors(schema, operation, variables);
     if (problems.length) return { errors: problems };
+    // A query reads on the read path (a replica that has replayed everything committed before the
+    // request, else the primary); a mutation, and everything under it, on the primary.
+    if (operation.operation === 'query' && context.reads !== context.sql) {
+      return run(document, operation, operationName, { ...context, sql: context.reads, loaders: new Loaders(context.services, context.caller, context.reads) }, variables);
+    }
     if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables);
     // The root fields of one mutation succeed or fail together, as in Hasura: one transaction,
     // committed before the answer only when every root field succeeded. Errors in nested fields of

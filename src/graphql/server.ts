@@ -193,7 +193,8 @@ export async function createGraphQL(deps: {
       const state = ctx.state as AppState;
       // The caller the HTTP layer authenticated; none (null) for introspection without a token.
       const caller = (state.caller as Caller | undefined) ?? null;
-      return { caller, requestId: state.requestId, services, sql: db.sql, loaders: new Loaders(services, caller, db.sql), http: state };
+      const reads = caller ? db.readerFor(caller) : db.sql;
+      return { caller, requestId: state.requestId, services, sql: db.sql, reads, loaders: new Loaders(services, caller, db.sql), http: state };
     },
   }) as unknown as Middleware<AppState>;
 
@@ -218,7 +219,7 @@ export async function createGraphQL(deps: {
     const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readGraphQLBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
     let caller: Caller;
     try {
-      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId, answers !== null);
+      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId, { snapshot: answers !== null, floor: db.readFloors });
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.

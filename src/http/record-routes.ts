@@ -1,4 +1,3 @@
-import type { Sql } from '../db/sql.js';
 import { parseAttrs, parseId, parseWrite, requireObject } from '../resource/input.js';
 import type { Resource } from '../resource/resource.js';
 import type { RecordService } from '../resource/service.js';
@@ -15,12 +14,11 @@ export function recordRoutes<R extends Resource>(options: {
   path: string;
   basePath: string;
   service: RecordService<R>;
-  sql: Sql;
   applyPath?: string;
   /** Reads of this resource may be served from the read cache. */
   cacheable?: boolean;
 }): RouteSpec[] {
-  const { path, basePath, service, sql } = options;
+  const { path, basePath, service } = options;
   const { resource } = service;
   const { read, write } = resource.permissions;
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
@@ -30,13 +28,13 @@ export function recordRoutes<R extends Resource>(options: {
       path,
       permission: read,
       cacheable: options.cacheable,
-      handle: async (ctx, caller) => sendList(ctx, await service.list(caller, sql, service.parseList({ ...listQuery(ctx), deleted: ctx.query.deleted }))),
+      handle: async (ctx, caller, sql) => sendList(ctx, await service.list(caller, sql, service.parseList({ ...listQuery(ctx), deleted: ctx.query.deleted }))),
     },
     {
       method: 'POST',
       path,
       permission: write,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const values = parseWrite(resource, ctx.request.body, 'create');
         // Ids in bodies are JSON numbers (SPEC §3); `0` and `null` mean no id (Go's zero value,
         // which the original's clients send for a record without one).
@@ -51,7 +49,7 @@ export function recordRoutes<R extends Resource>(options: {
       path: `${path}/:id`,
       permission: read,
       cacheable: options.cacheable,
-      handle: async (ctx, caller) => {
+      handle: async (ctx, caller, sql) => {
         ctx.body = await service.get(caller, sql, parseId(ctx.params.id));
       },
     },
@@ -59,7 +57,7 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'PUT',
       path: `${path}/:id`,
       permission: write,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const { record, created } = await service.replace(caller, sql, id, parseWrite(resource, ctx.request.body, 'replace'));
         if (created) sendCreated(ctx, locationOf(id), record, { byUpdate: true });
@@ -70,7 +68,7 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'PATCH',
       path: `${path}/:id`,
       permission: write,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const values = parseWrite(resource, ctx.request.body, 'patch', parseAttrs(ctx.get('Attrs') || undefined, resource));
         sendUpdated(ctx, await service.patch(caller, sql, id, values));
@@ -80,7 +78,7 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'DELETE',
       path: `${path}/:id`,
       permission: write,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         await service.destroy(caller, sql, parseId(ctx.params.id));
         sendCount(ctx, 1);
       },
@@ -90,11 +88,11 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'POST',
       path: `${path}/:id/restore`,
       permission: write,
-      handle: async (ctx, caller) => sendUpdated(ctx, await service.restore(caller, sql, parseId(ctx.params.id))),
+      handle: async (ctx, caller, sql) => sendUpdated(ctx, await service.restore(caller, sql, parseId(ctx.params.id))),
     },
   ];
   if (options.applyPath) {
-    routes.push({ method: 'POST', path: options.applyPath, permission: write, handle: async (ctx, caller) => sendCount(ctx, await service.applyId(caller, sql), 201) });
+    routes.push({ method: 'POST', path: options.applyPath, permission: write, handle: async (ctx, caller, sql) => sendCount(ctx, await service.applyId(caller, sql), 201) });
   }
   return routes;
 }

@@ -3,7 +3,7 @@ import type { Next } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
-import type { Keyring } from '../tokens/secrets.js';
+import type { Database } from '../db/database.js';
 import { cachedRead } from '../read-cache/rest.js';
 import type { ReadCache } from '../read-cache/store.js';
 import type { AppContext, AppState, RouteContext } from './context.js';
@@ -37,12 +37,17 @@ export interface RouteSpec {
   body?: BodyKind;
   /** Its answers may be served from the read cache (only reads whose answer depends on nothing but the data and the caller's scopes). */
   cacheable?: boolean;
-  handle(ctx: RouteContext, caller: Caller): Promise<void>;
+  /**
+   * Parses, calls a service function and presents. `sql` is where its statements run: for a GET,
+   * the read path (a replica that has replayed everything committed before the request, else the
+   * primary: src/db/replicas.ts); for a write, the primary.
+   */
+  handle(ctx: RouteContext, caller: Caller, sql: Sql): Promise<void>;
 }
 
 /** What the routes' pipeline needs. */
 export interface RouteDeps {
-  db: { sql: Sql; keyring: Keyring };
+  db: Pick<Database, 'sql' | 'keyring' | 'readerFor' | 'readFloors'>;
   readCache: ReadCache | null;
 }
 
@@ -57,12 +62,13 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       const header = authorizationOf(ctx.req);
       // Without a credential there is nothing to wait for: the 401 comes at once.
       const bodyProblem = header === undefined ? null : await readBody(ctx, route.body ?? 'json').then(() => null, (err: unknown) => ({ err }));
-      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, cache !== null);
+      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, { snapshot: cache !== null, floor: deps.db.readFloors });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();
     };
-    const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller);
+    const reads = route.method === 'GET';
+    const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller, reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql);
     const chain = route.cacheable && cache ? [pipeline, cache, handler] : [pipeline, handler];
     router.register(route.path, [route.method], chain as never);
   }

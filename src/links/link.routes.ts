@@ -1,4 +1,3 @@
-import type { Sql } from '../db/sql.js';
 import { listQuery, sendCount, sendList, sendUpdated } from '../http/presenter.js';
 import type { RouteSpec } from '../http/routes.js';
 import { compileList } from '../list/list.js';
@@ -17,14 +16,14 @@ const presentLink = (link: ApplicationLinkRecord) => ({ userID: link.userID, app
 const presentLinkedApplication = (link: ApplicationLinkRecord) => ({ ...link.application, right: link.right });
 
 /** /user/{id}/application/… and /user/{id}/role/. */
-export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
+export function linkRoutes(links: LinkService): RouteSpec[] {
   return [
     {
       method: 'GET',
       path: '/user/:id/application',
       permission: 'user:read',
       cacheable: true,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendList(ctx, await links.listApplications(caller, sql, id, compileList(listQuery(ctx), USER_APPLICATION_LIST_FIELDS)), presentLinkedApplication);
       },
@@ -33,7 +32,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       method: 'POST',
       path: '/user/:id/application',
       permission: 'user:write',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendCount(ctx, await links.linkApplications(caller, sql, id, parseIdList(ctx.request.body, 'applicationIDs')), 201);
       },
@@ -42,7 +41,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       method: 'DELETE',
       path: '/user/:id/application',
       permission: 'user:write',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendCount(ctx, await links.unlinkApplications(caller, sql, id, parseIdList(ctx.request.body, 'applicationIDs')));
       },
@@ -52,7 +51,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       path: '/user/:id/application/:applicationID',
       permission: 'user:read',
       cacheable: true,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         ctx.body = presentLink(await links.getApplicationLink(caller, sql, id, parseId(ctx.params.applicationID, 'applicationID')));
       },
@@ -61,7 +60,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       method: 'PUT',
       path: '/user/:id/application/:applicationID',
       permission: 'user:write',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const applicationId = parseId(ctx.params.applicationID, 'applicationID');
         const { right } = parseWrite(LINK_RIGHT_BODY, ctx.request.body, 'create') as { right: number };
@@ -73,7 +72,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       path: '/user/:id/role',
       permission: 'user:read',
       cacheable: true,
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendList(ctx, await links.listRoles(caller, sql, id, compileList(listQuery(ctx), USER_ROLE_LIST_FIELDS)));
       },
@@ -82,7 +81,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       method: 'POST',
       path: '/user/:id/role',
       permission: 'user:write',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendCount(ctx, await links.linkRoles(caller, sql, id, parseIdList(ctx.request.body, 'roleIDs')), 201);
       },
@@ -91,7 +90,7 @@ export function linkRoutes(links: LinkService, sql: Sql): RouteSpec[] {
       method: 'DELETE',
       path: '/user/:id/role',
       permission: 'user:write',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         sendCount(ctx, await links.unlinkRoles(caller, sql, id, parseIdList(ctx.request.body, 'roleIDs')));
       },

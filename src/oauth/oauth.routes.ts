@@ -1,4 +1,3 @@
-import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import type { RouteSpec } from '../http/routes.js';
 import type { LinkService } from '../links/link.service.js';
@@ -19,13 +18,13 @@ function tokenOf(body: unknown): string {
  * /oauth/…, which take a form body (`token=…`, as the RFCs have it) or JSON, and the original
  * family's GET /authorize/{applicationID}/. Authenticated like every API route.
  */
-export function oauthRoutes(tokens: TokenService, links: LinkService, sql: Sql): RouteSpec[] {
+export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec[] {
   return [
     {
       method: 'POST',
       path: '/oauth/introspect',
       body: 'form',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         ctx.set('Cache-Control', 'no-store');
         ctx.body = await tokens.introspect(caller, sql, tokenOf(ctx.request.body));
       },
@@ -34,14 +33,14 @@ export function oauthRoutes(tokens: TokenService, links: LinkService, sql: Sql):
       method: 'POST',
       path: '/oauth/revoke',
       body: 'form',
-      async handle(ctx, caller) {
+      async handle(ctx, caller, sql) {
         ctx.body = { revoked: await tokens.revokeByValue(caller, sql, tokenOf(ctx.request.body)) };
       },
     },
     {
       method: 'GET',
       path: '/authorize/:applicationID',
-      handle: async (ctx, caller) => {
+      handle: async (ctx, caller, sql) => {
         ctx.body = await links.authorize(caller, sql, parseId(ctx.params.applicationID, 'applicationID'));
       },
     },

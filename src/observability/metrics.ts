@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Database } from '../db/database.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { routeOf } from '../http/middleware.js';
+import { groupMetrics, isWorker } from '../cluster.js';
 
 /**
  * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
@@ -20,7 +21,7 @@ export interface Metrics {
 /** Distinct operation names that get a series of their own; later ones count as "other". */
 const MAX_OPERATION_NAMES = 200;
 
-export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
+export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>): Metrics {
   // Operation names come from clients: only sane names get a label, and only so many of them, or a
   // client sending random names would grow the series (and the memory) without end.
   const named = new Set<string>();
@@ -34,6 +35,7 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const group = isWorker() ? groupMetrics(registry) : null;
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
   const duration = new Histogram({
@@ -69,6 +71,25 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
   pool('db_pool_connections_used', 'Database connections in use by a request', (s) => s.size - s.idle);
   pool('db_pool_waiting', 'Requests waiting for a database connection', (s) => s.waiting);
   pool('db_pool_max', 'Largest number of database connections the pool opens', (s) => s.max);
+  // Read replicas (DATABASE_READ_URLS): how far behind each is, and whether reads go to it.
+  new Gauge({
+    name: 'db_replica_lag_seconds',
+    help: 'How far each read replica is behind the primary (-1: unreachable)',
+    labelNames: ['replica'] as const,
+    registers: [registry],
+    collect() {
+      for (const r of db.replicaStates()) this.set({ replica: r.name }, r.lagSeconds ?? -1);
+    },
+  });
+  new Gauge({
+    name: 'db_replica_usable',
+    help: 'Whether reads go to each read replica (1) or skip it (0: lagging or unreachable)',
+    labelNames: ['replica'] as const,
+    registers: [registry],
+    collect() {
+      for (const r of db.replicaStates()) this.set({ replica: r.name }, r.usable ? 1 : 0);
+    },
+  });
 
   return {
     observe(ctx) {
@@ -80,6 +101,13 @@ export function createMetrics(db: Pick<Database, 'poolStats'>): Metrics {
       if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
     },
     endpoint: async function metricsEndpoint(ctx) {
+      if (group) {
+        // A worker of WORKERS=n: the whole group's, from the primary.
+        const { text, contentType } = await group();
+        ctx.set('Content-Type', contentType);
+        ctx.body = text;
+        return;
+      }
       ctx.set('Content-Type', registry.contentType);
       ctx.body = await registry.metrics();
     },

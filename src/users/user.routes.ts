@@ -1,4 +1,3 @@
-import type { Sql } from '../db/sql.js';
 import { recordRoutes } from '../http/record-routes.js';
 import { sendUpdated } from '../http/presenter.js';
 import type { RouteSpec } from '../http/routes.js';
@@ -11,14 +10,14 @@ import type { UserService } from './user.service.js';
 export const USER_STATUS_BODY = defineBody({ status: field.int32({ required: true }) });
 
 /** /user/… and /apply/user/id/, plus the status setter the seed gives as PATCH and as PUT. */
-export function userRoutes(users: UserService, sql: Sql, basePath: string): RouteSpec[] {
-  const setStatus: RouteSpec['handle'] = async (ctx, caller) => {
+export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
+  const setStatus: RouteSpec['handle'] = async (ctx, caller, sql) => {
     const id = parseId(ctx.params.id);
     const { status } = parseWrite(USER_STATUS_BODY, ctx.request.body, 'create') as { status: number };
     sendUpdated(ctx, await users.updateStatus(caller, sql, id, status));
   };
   return [
-    ...recordRoutes({ path: '/user', basePath, service: users, sql, applyPath: '/apply/user/id', cacheable: true }),
+    ...recordRoutes({ path: '/user', basePath, service: users, applyPath: '/apply/user/id', cacheable: true }),
     { method: 'PATCH', path: '/user/:id/status', permission: 'user:write', handle: setStatus },
     { method: 'PUT', path: '/user/:id/status', permission: 'user:write', handle: setStatus },
   ];
