@@ -18,5 +18,8 @@ export default {
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // The scale-out tests (real replicas, PgBouncer, haproxy, several processes: minutes, and root
+  // for PostgreSQL's tools) run apart: npm run test:scale, which CI runs after npm test.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/scale/'],
   testTimeout: 60_000,
 };

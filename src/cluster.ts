@@ -83,6 +83,8 @@ const waiting = new Map<number, (answer: MetricsAnswer) => void>();
  * cluster aggregation: counters and histograms summed, gauges as prom-client says per metric).
  */
 export function groupMetrics(registry: Registry): () => Promise<{ text: string; contentType: string }> {
+  // Constructing one is what makes prom-client answer the primary's requests in a worker.
+  new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
   process.on('message', (message: MetricsAnswer) => {
     if (message?.type !== 'uts:metrics') return;

@@ -110,7 +110,14 @@ export async function openDatabase(
   // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const sql = new PoolSql(pool, { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded) });
+  // Behind a pooler in transaction mode the timeouts go with each transaction instead (statements
+  // outside one are bounded by the database's or role's own settings: see the README).
+  const timeouts = [
+    config.lockTimeoutMs ? `set local lock_timeout = ${config.lockTimeoutMs}` : '',
+    config.statementTimeoutMs ? `set local statement_timeout = ${config.statementTimeoutMs}` : '',
+  ].filter(Boolean);
+  const transactionSettings = !embedded && !session && timeouts.length ? timeouts.join('; ') : undefined;
+  const sql = new PoolSql(pool, { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded), transactionSettings });
   let orm: MikroORM;
   try {
     orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));

@@ -65,6 +65,12 @@ export interface SqlOptions {
    * together: there a statement must not be split.
    */
   wrapStatements?: boolean;
+  /**
+   * Settings every transaction begins with (`set local …`), sent with its `begin` in one round
+   * trip: behind a pooler in transaction mode, where a session's own settings cannot be relied on,
+   * the lock and statement timeouts are set this way.
+   */
+  transactionSettings?: string;
 }
 
 const MAX_NAMED = 500;
@@ -183,7 +189,7 @@ export class PoolSql implements Sql {
     const control = async (text: 'begin' | 'commit' | 'rollback') => {
       if (reported) this.options.onStatement?.(text);
       try {
-        await client.query(text);
+        await client.query(text === 'begin' && this.options.transactionSettings ? `begin; ${this.options.transactionSettings}` : text);
       } catch (err) {
         throw unavailable(err);
       }
