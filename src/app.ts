@@ -103,6 +103,9 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
   app.use(rest.routes());
   app.use(rest.allowedMethods());
   routers.push(health, rest);
+  // What goes wrong after an answer has started (a client gone in the middle of an event stream:
+  // EPIPE) has no one left to answer: noted at debug level, instead of Koa's print to stderr.
+  app.on('error', (err: Error & { code?: string }) => log.debug('connection failed after its answer began', { error: err.code ?? err.name }));
   // Koa 3: the callback is taken once every middleware is in place.
   return app.callback() as RequestListener;
 }

@@ -50,6 +50,8 @@ export interface Config {
   corsOrigins: readonly string[] | '*' | null;
   /** GET /metrics in Prometheus format (METRICS, on unless false). */
   metrics: boolean;
+  /** SUBSCRIPTIONS_MAX: open subscription connections (WebSocket and SSE together) per instance. */
+  subscriptionsMax: number;
   /** READ_CACHE_MB: memory for answers of cacheable reads, served while nothing was written (0: off). */
   readCacheMb: number;
   /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
@@ -191,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
     readCacheMb: integer(env, 'READ_CACHE_MB', 16, 0, 4096),
+    subscriptionsMax: integer(env, 'SUBSCRIPTIONS_MAX', 1_000, 0, 1_000_000),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),

@@ -5,11 +5,16 @@ import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
+import { graphQLSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
 import { createMetrics } from './observability/metrics.js';
 import { createReadCache } from './read-cache/store.js';
+import { openEventSource, type EventSource } from './realtime/events.js';
+import { Hub } from './realtime/hub.js';
+import { sseEndpoint } from './realtime/sse.js';
+import { attachWebSockets } from './realtime/ws.js';
 import { createServices } from './services.js';
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
@@ -93,6 +98,7 @@ export interface StartOptions {
 export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
   const db = await openDatabase(config, { onStatement: options.onStatement, log });
   let server: Server | undefined;
+  let events: EventSource | undefined;
   try {
     if (config.migrate) {
       const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
@@ -101,13 +107,23 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const services = createServices(db.keyring);
     const readCache = createReadCache(config.readCacheMb);
     const metrics = config.metrics ? createMetrics(db) : null;
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache });
+    // Subscriptions (SPEC §10): one event source and hub for the instance, served over SSE by the
+    // GraphQL endpoint and over WebSocket on the same server. LISTEN needs a session of its own:
+    // not through a pooler in transaction mode (then DATABASE_DIRECT_URL, or reading the audit log).
+    const listenUrl = db.kind === 'embedded' ? null : (config.databaseDirectUrl ?? (config.pooler === 'transaction' ? null : config.databaseUrl!));
+    events = await openEventSource({ sql: db.sql, listenUrl, log });
+    const eventSource = events;
+    const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
+    const schema = await graphQLSchema();
+    const sse = sseEndpoint({ schema, db, services, hub, log });
+    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
     let draining = false;
     const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
+    const webSockets = attachWebSockets(server, { schema, db, services, hub, log, corsOrigins: config.corsOrigins });
     // A client may half-close its side of the connection once its request is sent (a FIN): its
     // answers are still written, then the connection ends. Node's HTTP server ends a connection as
     // soon as it reads the FIN unless this server field is on; it has no option of the constructor
@@ -128,11 +144,16 @@ export async function startService(config: Config, log: Logger = createLogger(co
       if (!connection) connections.set(socket, (connection = new Connection()));
       return connection;
     };
+    let lastAnswered: (() => void) | null = null; // set while a stop waits for the answers under way
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       if (stopping) closeAfterAnswer(res);
       else {
         unanswered.add(res);
-        res.once('close', () => unanswered.delete(res)); // emitted once answered, or once the connection drops
+        // emitted once answered, or once the connection drops
+        res.once('close', () => {
+          unanswered.delete(res);
+          if (lastAnswered && ![...unanswered].some((r) => !sse.isStream(r))) lastAnswered();
+        });
       }
       connectionOf(req.socket).admit(req, res, () => void listener(req, res));
     });
@@ -185,8 +206,18 @@ export async function startService(config: Config, log: Logger = createLogger(co
           for (const res of unanswered) closeAfterAnswer(res);
           const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
           listening.closeIdleConnections();
-          await settlesWithin(closed, config.shutdownTimeoutMs);
+          // The requests under way are answered first; then the subscriptions end (1001 on
+          // WebSocket, SHUTTING_DOWN on SSE), which lets their connections close too.
+          const requestsDone = new Promise<void>((resolve) => {
+            lastAnswered = resolve;
+            if (![...unanswered].some((r) => !sse.isStream(r))) resolve();
+          });
+          const started = Date.now();
+          await settlesWithin(requestsDone, config.shutdownTimeoutMs);
+          await webSockets.close();
+          await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
           listening.closeAllConnections();
+          await eventSource.close();
           await graphql.stop();
           // A pool whose connections hang (a network gone silent) must not hold the stop forever.
           const dbClosed = db.close().catch((err: Error) => log.warn('database close failed', { error: err?.name }));
@@ -196,6 +227,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     };
   } catch (err) {
     server?.close();
+    await events?.close();
     await db.close();
     throw err;
   }

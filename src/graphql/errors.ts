@@ -306,6 +306,19 @@ const isLiteral = (node: ASTNode) =>
 const naming = (message: string, field: string) => ({ field, details: [{ field, message }] });
 
 /**
+ * Notes on each validation error about a literal value where it is and what is wrong with it, for
+ * formatError to say in place of graphql-js's message (which quotes the value).
+ */
+export function noteValueProblems(schema: GraphQLSchema, document: DocumentNode, errors: readonly GraphQLError[]): void {
+  for (const error of errors) {
+    const node = error.nodes?.[0];
+    if (!node || node.kind === Kind.FIELD || node.kind === Kind.ARGUMENT) continue;
+    const context = valueContext(schema, document, node);
+    if (context) Object.assign(error.extensions, { valueField: context.field, valueProblem: valueProblem(node, context), inDefault: context.inDefault });
+  }
+}
+
+/**
  * Apollo's formatError: service errors keep their message and code; GraphQL's own errors pass
  * through, without echoed values (see above), naming the argument or variable they are about;
  * anything else is an INTERNAL_SERVER_ERROR that says nothing of its cause (the errors plugin logs it).
@@ -343,15 +356,7 @@ export function errorsPlugin(log: Logger): ApolloServerPlugin<GraphQLContext> {
     async requestDidStart() {
       return {
         async validationDidStart({ document, schema }) {
-          return async (errors) => {
-            for (const error of (errors ?? []) as GraphQLError[]) {
-              const node = error.nodes?.[0];
-              if (!node || node.kind === Kind.FIELD || node.kind === Kind.ARGUMENT) continue;
-              const context = valueContext(schema, document, node);
-              // formatError says it: the argument it is in, and what is wrong (never the value).
-              if (context) Object.assign(error.extensions, { valueField: context.field, valueProblem: valueProblem(node, context), inDefault: context.inDefault });
-            }
-          };
+          return async (errors) => noteValueProblems(schema, document, (errors ?? []) as GraphQLError[]);
         },
         async didEncounterErrors({ errors, contextValue }) {
           for (const error of errors) {

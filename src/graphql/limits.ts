@@ -7,6 +7,7 @@ import {
   Kind,
   visit,
   type DocumentNode,
+  type GraphQLSchema,
   type ASTVisitor,
   type FragmentDefinitionNode,
   type SelectionSetNode,
@@ -174,6 +175,31 @@ function costDependsOnVariables(document: DocumentNode): boolean {
  */
 const knownCosts = new WeakMap<DocumentNode, Map<string, number | 'per-request'>>();
 
+/**
+ * The error of an operation whose cost is over the limit, or null (also null when the variables do
+ * not coerce: nothing will run, and execution answers BAD_USER_INPUT).
+ */
+export function costProblem(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, operationName: string | null): GraphQLError | null {
+  let byOperation = knownCosts.get(document);
+  if (!byOperation) knownCosts.set(document, (byOperation = new Map()));
+  const key = operationName ?? '';
+  let known = byOperation.get(key);
+  if (known === undefined && costDependsOnVariables(document)) byOperation.set(key, (known = 'per-request'));
+  if (typeof known === 'number') return null; // under the limit: only such costs are remembered
+  let cost: number;
+  try {
+    cost = getComplexity({ schema, query: document, variables, operationName: operationName ?? undefined, estimators: [pageCost] });
+  } catch (err) {
+    if (err instanceof GraphQLError) return null;
+    throw err;
+  }
+  if (known === undefined && cost <= GRAPHQL_LIMITS.maxCost) byOperation.set(key, cost);
+  if (cost <= GRAPHQL_LIMITS.maxCost) return null;
+  return new GraphQLError(`the query costs ${cost}; at most ${GRAPHQL_LIMITS.maxCost} is allowed (ask for smaller pages)`, {
+    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', cost, maxCost: GRAPHQL_LIMITS.maxCost, http: { status: 400 } },
+  });
+}
+
 /** Rejects an operation whose cost is over the limit, before it runs (the size rule has bounded the work). */
 export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
   return {
@@ -181,32 +207,8 @@ export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
       return {
         async didResolveOperation({ request, document, schema, operation }) {
           if (operation?.operation !== 'query' && operation?.operation !== 'mutation') return; // operationPlugin answers it
-          let byOperation = knownCosts.get(document);
-          if (!byOperation) knownCosts.set(document, (byOperation = new Map()));
-          const key = request.operationName ?? '';
-          let known = byOperation.get(key);
-          if (known === undefined && costDependsOnVariables(document)) byOperation.set(key, (known = 'per-request'));
-          if (typeof known === 'number') return; // under the limit: only such costs are remembered
-          let cost: number;
-          try {
-            cost = getComplexity({
-              schema,
-              query: document,
-              variables: request.variables ?? {},
-              operationName: request.operationName ?? undefined,
-              estimators: [pageCost],
-            });
-          } catch (err) {
-            // Variables that do not coerce: nothing will run, and execution answers BAD_USER_INPUT (400).
-            if (err instanceof GraphQLError) return;
-            throw err;
-          }
-          if (known === undefined && cost <= GRAPHQL_LIMITS.maxCost) byOperation.set(key, cost);
-          if (cost > GRAPHQL_LIMITS.maxCost) {
-            throw new GraphQLError(`the query costs ${cost}; at most ${GRAPHQL_LIMITS.maxCost} is allowed (ask for smaller pages)`, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', cost, maxCost: GRAPHQL_LIMITS.maxCost, http: { status: 400 } },
-            });
-          }
+          const problem = costProblem(schema, document, request.variables ?? {}, request.operationName ?? null);
+          if (problem) throw problem;
         },
       };
     },

@@ -6,8 +6,8 @@ import type { GraphQLContext } from './context.js';
  * The operation a request runs, settled before any other plugin looks at it. Apollo calls
  * `didResolveOperation` even when no operation was resolved (several operations and no
  * operationName, or a name the document does not hold) and leaves the error to execution, after
- * the other plugins; and the schema has no Subscription type, yet a `subscription { __typename }`
- * passes validation and would fail inside execution. Both are the client's mistake: a 400 here.
+ * the other plugins; and a subscription sent as a plain HTTP request has no stream to run on. Both
+ * are the client's mistake: a 400 here.
  */
 export function operationPlugin(): ApolloServerPlugin<GraphQLContext> {
   return {
@@ -24,7 +24,7 @@ export function operationPlugin(): ApolloServerPlugin<GraphQLContext> {
             throw new GraphQLError(message, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } } });
           }
           if (operation.operation === 'subscription') {
-            throw new GraphQLError('subscriptions are not supported: send a query or a mutation', {
+            throw new GraphQLError('subscriptions run over WebSocket (graphql-transport-ws on /graphql) or Server-Sent Events (POST /graphql with Accept: text/event-stream)', {
               extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
             });
           }

@@ -1,15 +1,25 @@
 import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
-import { buildSchema } from 'type-graphql';
+import { buildSchema, type PubSub } from 'type-graphql';
 import { applications } from '../applications/application.resource.js';
 import { auditResolver } from '../audit/audit.graphql.js';
 import { linkResolvers } from '../links/link.graphql.js';
+import { realtimeResolvers } from '../realtime/realtime.graphql.js';
 import { namedResolver } from '../resource/named.graphql.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenResolvers } from '../tokens/token.graphql.js';
 import { userResolver } from '../users/user.graphql.js';
 
 let built: Promise<GraphQLSchema> | undefined;
+
+const NO_TOPICS: PubSub = {
+  publish() {
+    throw new Error('subscriptions stream events from the audit log (src/realtime/hub.ts), not topics');
+  },
+  subscribe() {
+    throw new Error('subscriptions stream events from the audit log (src/realtime/hub.ts), not topics');
+  },
+};
 
 /**
  * The schema, emitted from the resources' GraphQL adapters (built once per process: type-graphql's
@@ -24,9 +34,12 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
       userResolver(),
       ...linkResolvers(),
       ...tokenResolvers(),
+      ...realtimeResolvers(),
     ] as const;
-    // The services validate every input, for REST and GraphQL alike.
-    return buildSchema({ resolvers: resolvers as unknown as [Function, ...Function[]], validate: false });
+    // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
+    // once the schema has subscriptions; ours give their own `subscribe` (events come from the
+    // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
+    return buildSchema({ resolvers: resolvers as unknown as [Function, ...Function[]], validate: false, pubSub: NO_TOPICS });
   })();
   return built;
 }

@@ -20,6 +20,7 @@ import { readBody } from '../http/middleware.js';
 import type { Logger } from '../observability/log.js';
 import { GraphQLReadCache } from '../read-cache/graphql.js';
 import type { ReadCache } from '../read-cache/store.js';
+import type { SseEndpoint } from '../realtime/sse.js';
 import type { Services } from '../services.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
@@ -152,6 +153,8 @@ export async function createGraphQL(deps: {
   introspection: boolean;
   /** Answers of cacheable reads (src/read-cache/), shared with REST; null: off. */
   readCache: ReadCache | null;
+  /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
+  sse?: SseEndpoint;
 }): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
   const schema = await graphQLSchema();
@@ -242,8 +245,16 @@ export async function createGraphQL(deps: {
         return;
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw AppError.methodNotAllowed(ctx.method, GRAPHQL_METHODS);
+      const stream = deps.sse?.wants(ctx) ? deps.sse : null;
+      const seen = stream?.seen() ?? 0;
       const caller = await callerFor(ctx);
       if (caller) ctx.state.caller = caller;
+      if (stream) {
+        // A subscription over Server-Sent Events: always with a token.
+        if (!caller) throw AppError.unauthorized('an access token is required', 'missing');
+        await stream.serve(ctx, caller, seen);
+        return;
+      }
       const tooDeep = nestingProblem(ctx);
       if (tooDeep) {
         ctx.status = 400;

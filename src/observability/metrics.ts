@@ -16,6 +16,16 @@ export interface Metrics {
   observe(ctx: AppContext): void;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
+  /** The subscriptions' (src/realtime/). */
+  realtime: RealtimeMetrics;
+}
+
+/** What the subscriptions count: connections by transport, subscriptions by operation, events, closes by reason. */
+export interface RealtimeMetrics {
+  connected(transport: 'ws' | 'sse', delta: number): void;
+  subscribed(operation: string, delta: number): void;
+  sent(count: number): void;
+  closed(transport: 'ws' | 'sse', reason: string): void;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -91,7 +101,36 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     },
   });
 
+  const connections = new Gauge({
+    name: 'realtime_connections',
+    help: 'Open subscription connections, by transport (ws: graphql-ws over WebSocket, sse: graphql-sse)',
+    labelNames: ['transport'] as const,
+    registers: [registry],
+  });
+  const subscriptions = new Gauge({
+    name: 'realtime_subscriptions',
+    help: 'Running subscriptions, by operation',
+    labelNames: ['operation'] as const,
+    registers: [registry],
+  });
+  const eventsSent = new Counter({ name: 'realtime_events_sent_total', help: 'Events handed to subscriptions', registers: [registry] });
+  const closes = new Counter({
+    name: 'realtime_connections_closed_total',
+    help: 'Subscription connections closed, by transport and reason (client, unauthorized, forbidden, slow, too_many, going)',
+    labelNames: ['transport', 'reason'] as const,
+    registers: [registry],
+  });
+  // Series that exist from the start, so that a dashboard sees zeros rather than nothing.
+  for (const transport of ['ws', 'sse']) connections.set({ transport }, 0);
+
   return {
+    realtime: {
+      connected: (transport, delta) => connections.inc({ transport }, delta),
+      // Operations are the schema's subscription fields: a bounded set.
+      subscribed: (operation, delta) => subscriptions.inc({ operation }, delta),
+      sent: (count) => eventsSent.inc(count),
+      closed: (transport, reason) => closes.inc({ transport, reason }),
+    },
     observe(ctx) {
       const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
       duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);

@@ -1,0 +1,267 @@
+import { AppError } from '../errors.js';
+import type { Sql } from '../db/sql.js';
+import type { Logger } from '../observability/log.js';
+import type { RealtimeMetrics } from '../observability/metrics.js';
+import { eventsAfter, type ChangeEvent, type EventSource } from './events.js';
+
+/**
+ * The subscriptions of one instance (SPEC §10): each subscription is an event stream over the
+ * instance's one event source, filtered, with a bounded queue; each connection (WebSocket or SSE)
+ * is known by its token and user, so that a revocation, an expiry or a deleted user closes it.
+ */
+
+/** A subscription this far behind (events queued, not yet sent) closes its connection (4408). */
+export const MAX_BEHIND = 1_000;
+/** How many events a resume (`after`) may replay before it must re-read instead. */
+export const MAX_REPLAY = 1_000;
+export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100;
+/** How long a resumed stream remembers the ids it replayed, to drop them if they also come live. */
+const DEDUP_MS = 60_000;
+
+/** Why a connection was closed, as WebSocket close codes (SSE ends its stream with the reason). */
+export const CLOSE = {
+  unauthorized: { code: 4401, reason: 'Unauthorized', graphql: 'UNAUTHENTICATED' },
+  forbidden: { code: 4403, reason: 'Forbidden: the token was revoked, expired or deleted', graphql: 'FORBIDDEN' },
+  slow: { code: 4408, reason: `Too slow: ${MAX_BEHIND} events behind`, graphql: 'TOO_SLOW' },
+  tooMany: { code: 4429, reason: 'Too many connections', graphql: 'TOO_MANY_REQUESTS' },
+  going: { code: 1001, reason: 'Going away: the service is stopping', graphql: 'SHUTTING_DOWN' },
+} as const;
+export type CloseReason = keyof typeof CLOSE;
+
+/** A close reason as the metrics and the log name it (`tooMany` → `too_many`). */
+export const closeName = (reason: CloseReason | 'client' | 'init_timeout') => reason.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The reason of a WebSocket close code: ours, graphql-ws's init timeout, or else the client's doing. */
+export function closeReasonOf(code: number): string {
+  const ours = (Object.keys(CLOSE) as CloseReason[]).find((reason) => CLOSE[reason].code === code);
+  return closeName(ours ?? (code === 4408 ? 'init_timeout' : 'client'));
+}
+
+/** What a stream is fed, and how a resume finds the same events in the audit log. */
+export interface StreamFilter {
+  matches(event: ChangeEvent): boolean;
+  /** The same condition in SQL, on the audit row `a` (with its parameters). */
+  sql: { where: string; params: unknown[] };
+}
+
+/** A connection subscriptions run on, as the hub sees it. */
+export interface Connection {
+  tokenId: number;
+  userId: number;
+  transport: 'ws' | 'sse';
+  close(reason: CloseReason): void;
+}
+
+/** A subscription's events, in order, with a bounded queue. */
+class EventStream implements AsyncIterableIterator<ChangeEvent> {
+  private readonly queue: ChangeEvent[] = [];
+  private waiting: ((result: IteratorResult<ChangeEvent>) => void) | null = null;
+  private done = false;
+
+  constructor(
+    private readonly onOverflow: () => void,
+    private readonly onEnd: () => void,
+  ) {}
+
+  push(events: readonly ChangeEvent[]): void {
+    for (const event of events) {
+      if (this.done) return;
+      if (this.waiting) {
+        const resolve = this.waiting;
+        this.waiting = null;
+        resolve({ value: event, done: false });
+      } else {
+        this.queue.push(event);
+        if (this.queue.length > MAX_BEHIND) {
+          this.end();
+          this.onOverflow();
+          return;
+        }
+      }
+    }
+  }
+
+  next(): Promise<IteratorResult<ChangeEvent>> {
+    if (this.queue.length) return Promise.resolve({ value: this.queue.shift()!, done: false });
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<ChangeEvent>> {
+    this.end();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  private end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.queue.length = 0;
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = null;
+    this.onEnd();
+  }
+}
+
+export type HubMetrics = RealtimeMetrics;
+
+export class Hub {
+  private readonly connections = new Set<Connection>();
+  /** Expiry timers of connections' tokens. */
+  private readonly expiries = new Map<Connection, NodeJS.Timeout>();
+  private readonly stopListening: () => void;
+
+  constructor(
+    private readonly source: EventSource,
+    private readonly sql: Sql,
+    private readonly log: Logger,
+    readonly maxConnections: number,
+    private readonly metrics: HubMetrics | null,
+  ) {
+    this.stopListening = source.listen((events) => void this.watchTokens(events));
+  }
+
+  /** Open connections, authenticated or not, by transport. */
+  private open = 0;
+
+  /**
+   * Counts a new connection (before it authenticates: an unauthenticated socket holds memory too),
+   * or says no when SUBSCRIPTIONS_MAX are open (4429 / 429).
+   */
+  admit(transport: Connection['transport']): boolean {
+    if (this.open >= this.maxConnections) {
+      this.metrics?.closed(transport, 'too_many');
+      return false;
+    }
+    this.open++;
+    this.metrics?.connected(transport, 1);
+    return true;
+  }
+
+  /** A connection admitted is gone, for `reason` (client: the client went, or a close code's name). */
+  release(transport: Connection['transport'], reason: string): void {
+    this.open--;
+    this.metrics?.connected(transport, -1);
+    this.metrics?.closed(transport, reason);
+  }
+
+  get connectionCount(): number {
+    return this.open;
+  }
+
+  /** The newest event seen: a connection registered after its token check compares it (see `addConnection`). */
+  seen(): number {
+    return this.source.lastSeen();
+  }
+
+  /**
+   * Registers a connection whose token was just checked; closes it (4403) when its token expires.
+   * Returns how to forget it.
+   */
+  async addConnection(connection: Connection, seenAtCheck: number): Promise<() => void> {
+    this.connections.add(connection);
+    // An event between the token check and now (a revocation) found no connection to close.
+    if (this.seen() !== seenAtCheck) await this.closeEnded([connection]);
+    const [token] = await this.sql.rows<{ expire_at: string | null }>('select expire_at from tokens where id = ?', [connection.tokenId]);
+    if (token?.expire_at) {
+      // Timers hold at most ~24.8 days: a later expiry is looked at again then.
+      const arm = () => {
+        const left = Date.parse(token.expire_at!) - Date.now();
+        this.expiries.set(connection, setTimeout(() => (left > 2 ** 31 - 1 ? arm() : connection.close('forbidden')), Math.min(Math.max(left, 0), 2 ** 31 - 1)));
+      };
+      arm();
+    }
+    return () => {
+      this.connections.delete(connection);
+      clearTimeout(this.expiries.get(connection));
+      this.expiries.delete(connection);
+    };
+  }
+
+  /**
+   * A subscription's events: with `after`, first every later matching event from the audit log (at
+   * most MAX_REPLAY, else BAD_USER_INPUT), then the live ones, with no gap and no duplicate: the
+   * live events are taken from before the replay is read, and those the replay holds are dropped.
+   */
+  async stream(operation: string, filter: StreamFilter, after: number | null, onOverflow: () => void): Promise<AsyncIterableIterator<ChangeEvent>> {
+    let stop = () => {};
+    const stream = new EventStream(onOverflow, () => {
+      stop();
+      this.metrics?.subscribed(operation, -1);
+    });
+    this.metrics?.subscribed(operation, 1);
+    // While replaying, live events are held back; after it, a live event the replay held is
+    // dropped (the source may hand over an event after a replay has read it: notifications are
+    // read, and the audit log polled, a moment after commit). Each replayed id is dropped once,
+    // and the ids are forgotten after DEDUP_MS.
+    let replaying = after !== null;
+    const replayed = new Set<number>();
+    const held: ChangeEvent[] = [];
+    stop = this.source.listen((events) => {
+      let mine = events.filter((e) => filter.matches(e) && (after === null || e.eventID > after));
+      if (replayed.size) mine = mine.filter((e) => !replayed.delete(e.eventID));
+      if (!mine.length) return;
+      if (replaying) held.push(...mine);
+      else {
+        this.metrics?.sent(mine.length);
+        stream.push(mine);
+      }
+    });
+    if (after !== null) {
+      try {
+        const replay = await eventsAfter(this.sql, after, MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
+        if (replay.length > MAX_REPLAY) {
+          throw AppError.invalid([{ field: 'after', message: `more than ${MAX_REPLAY} events happened after it: read the records again, then subscribe without after (or with a later eventID)` }]);
+        }
+        for (const event of replay) replayed.add(event.eventID);
+        const live = held.filter((e) => !replayed.delete(e.eventID));
+        replaying = false;
+        setTimeout(() => replayed.clear(), DEDUP_MS).unref();
+        this.metrics?.sent(replay.length + live.length);
+        stream.push([...replay, ...live]);
+      } catch (err) {
+        await stream.return();
+        throw err;
+      }
+    }
+    return stream;
+  }
+
+  /**
+   * Closes (4403) the connections whose token an event may have ended: a token deleted, revoked,
+   * changed (its expiry, say) or a user deleted; each is checked against the database, as a
+   * request's token is.
+   */
+  private async watchTokens(events: readonly ChangeEvent[]): Promise<void> {
+    if (!this.connections.size) return;
+    const tokens = new Set(events.filter((e) => e.resource === 'token').map((e) => e.recordID));
+    const users = new Set(events.filter((e) => e.resource === 'user' && e.action === 'delete').map((e) => e.recordID));
+    if (!tokens.size && !users.size) return;
+    const affected = [...this.connections].filter((c) => tokens.has(c.tokenId) || users.has(c.userId));
+    if (affected.length) await this.closeEnded(affected);
+  }
+
+  /** Closes (4403) those of `affected` whose token is no longer live. */
+  private async closeEnded(affected: readonly Connection[]): Promise<void> {
+    try {
+      const live = await this.sql.rows<{ id: number }>(
+        `select t.id from tokens t join users u on u.id = t.user_id
+          where t.id = any(?::bigint[]) and t.deleted_at is null and u.deleted_at is null and (t.expire_at is null or t.expire_at > now())`,
+        [`{${affected.map((c) => c.tokenId).join(',')}}`],
+      );
+      const alive = new Set(live.map((r) => r.id));
+      for (const connection of affected) if (!alive.has(connection.tokenId)) connection.close('forbidden');
+    } catch (err) {
+      this.log.warn('could not check the tokens of open connections', { error: (err as Error)?.name });
+    }
+  }
+
+  /** The graceful stop: every connection closed with 1001, and no more events. */
+  closeAll(): void {
+    for (const connection of [...this.connections]) connection.close('going');
+    this.stopListening();
+  }
+}

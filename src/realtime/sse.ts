@@ -1,0 +1,140 @@
+import { once } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { createHandler } from 'graphql-sse';
+import type { Caller } from '../auth/caller.js';
+import type { Database } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { Loaders, type GraphQLContext } from '../graphql/context.js';
+import type { AppContext } from '../http/context.js';
+import type { Logger } from '../observability/log.js';
+import type { Services } from '../services.js';
+import { CLOSE, closeName, type CloseReason, type Connection, type Hub } from './hub.js';
+import { EventResults, formatErrors, formatResult, prepareSubscription, subscribeFresh } from './operation.js';
+import type { RealtimeContext } from './realtime.graphql.js';
+
+/**
+ * GraphQL subscriptions over Server-Sent Events (SPEC §10): the graphql-sse protocol in its
+ * "distinct connections" mode, `POST /graphql` with `Accept: text/event-stream`, one subscription
+ * per response. The GraphQL endpoint (src/graphql/server.ts) has read the body and authenticated
+ * the request as any other (401 before anything else); this runs the subscription. A stream ends
+ * with an error result (`next` with `errors`, then `complete`) when the token is revoked, expired
+ * or deleted (FORBIDDEN), when it falls too far behind (TOO_SLOW) or when the service stops
+ * (SHUTTING_DOWN).
+ */
+
+interface StreamContext extends GraphQLContext {
+  realtime: RealtimeContext;
+  /** The response's results, once the subscription runs. */
+  attach(results: EventResults): void;
+  /** Resolves once the response can take more (its socket's buffer has drained). */
+  ready(): Promise<void>;
+}
+
+export interface SseEndpoint {
+  /** Whether a request asks for an event stream (graphql-sse's distinct connections mode). */
+  wants(ctx: AppContext): boolean;
+  /** The hub's newest event: taken before the token is checked, and given to `serve`. */
+  seen(): number;
+  /** Runs a subscription for an authenticated request; `seen` is the hub's newest event before the token was checked. */
+  serve(ctx: AppContext, caller: Caller, seen: number): Promise<void>;
+  /** Whether a response is an event stream (a graceful stop ends them after the other requests). */
+  isStream(res: ServerResponse): boolean;
+}
+
+const errorResult = (reason: CloseReason): ExecutionResult => ({ errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })] });
+
+export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
+  const { schema, db, services, hub, log } = deps;
+  const streams = new WeakSet<ServerResponse>();
+  const handler = createHandler<IncomingMessage, StreamContext, StreamContext & Record<PropertyKey, unknown>>({
+    schema,
+    // prepareSubscription (in onSubscribe) has validated the document, with the service's limits.
+    validate: () => [],
+    onSubscribe: (req, params) => {
+      const prepared = prepareSubscription(schema, params, req.context);
+      if (!Array.isArray(prepared)) return { ...prepared, contextValue: req.context as StreamContext & Record<PropertyKey, unknown> };
+      const body = JSON.stringify({ errors: formatErrors(prepared, req.context.requestId) });
+      return [body, { status: 400, statusText: 'Bad Request', headers: { 'content-type': 'application/json; charset=utf-8' } }];
+    },
+    subscribe: (args) => {
+      const context = args.contextValue as StreamContext;
+      return subscribeFresh(args, { started: (results) => context.attach(results), ready: () => context.ready() });
+    },
+    onNext: (ctx, _req, result) => formatResult(result as ExecutionResult, ctx.requestId) ?? undefined,
+  });
+
+  return {
+    wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
+    isStream: (res) => streams.has(res),
+    seen: () => hub.seen(),
+    async serve(ctx, caller, seen) {
+      if (!hub.admit('sse')) throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
+      let closedWith: CloseReason | null = null;
+      let results: EventResults | null = null;
+      const connection: Connection = {
+        tokenId: caller.tokenId,
+        userId: caller.userId,
+        transport: 'sse',
+        close(reason) {
+          closedWith ??= reason;
+          results?.end(errorResult(reason));
+        },
+      };
+      const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
+      const res = ctx.res;
+      const context: StreamContext = {
+        caller,
+        requestId: ctx.state.requestId,
+        services,
+        sql: db.sql,
+        reads: db.sql,
+        loaders: new Loaders(services, caller, db.sql),
+        realtime,
+        attach(attached) {
+          results = attached;
+          if (closedWith) attached.end(errorResult(closedWith));
+        },
+        ready: () => (res.writableNeedDrain ? once(res, 'drain').then(() => undefined) : Promise.resolve()),
+      };
+      const forget = await hub.addConnection(connection, seen);
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        forget();
+        const reason = closeName(closedWith ?? 'client');
+        hub.release('sse', reason);
+        log.info('subscription stream closed', { transport: 'sse', requestId: ctx.state.requestId, tokenId: caller.tokenId, reason });
+      };
+      try {
+        const [body, init] = await handler({
+          url: ctx.url,
+          method: 'POST',
+          // Distinct connections mode is chosen by an Accept of exactly text/event-stream; the
+          // request's may list more types (this endpoint has already chosen the stream).
+          headers: { get: (key: string) => (key.toLowerCase() === 'accept' ? 'text/event-stream' : ctx.get(key) || null) },
+          body: () => JSON.stringify(ctx.request.body),
+          raw: ctx.req,
+          context,
+        });
+        ctx.status = init.status;
+        for (const [name, value] of Object.entries(init.headers ?? {})) ctx.set(name, value);
+        if (!body || typeof body === 'string') {
+          ctx.body = body ?? '';
+          release();
+          return;
+        }
+        streams.add(res);
+        ctx.set('X-Accel-Buffering', 'no'); // a proxy (nginx) passes events on as they come
+        ctx.body = Readable.from(body, { objectMode: false });
+        res.once('close', release);
+        log.info('subscription stream opened', { transport: 'sse', requestId: ctx.state.requestId, tokenId: caller.tokenId, userId: caller.userId });
+      } catch (err) {
+        release();
+        throw err;
+      }
+    },
+  };
+}
