@@ -57,6 +57,25 @@ test('GET /graphql in a browser without internet moves on from Apollo Sandbox to
   await tab.close();
 }, 60_000);
 
+test('the explorer that /graphql falls back to runs a subscription over a WebSocket and shows the events as they come', async () => {
+  const tab = await browser.newPage();
+  await tab.goto(`${svc.running.url}/graphql`);
+  await tab.waitForURL(`${svc.running.url}/graphiql`, { timeout: 20_000 });
+  await tab.goto(`${svc.running.url}/graphiql?query=${encodeURIComponent('subscription { roleEvents { action role { name } } }')}`);
+  await tab.locator('#token').fill(svc.adminToken);
+  await tab.locator('.graphiql-execute-button').click();
+  // The socket is open once the service counts it.
+  const deadline = Date.now() + 15_000;
+  while (!/realtime_subscriptions\{operation="roleEvents"\} 1/.test((await svc.request('GET', '/metrics', { token: null })).text)) {
+    if (Date.now() > deadline) throw new Error('the explorer did not subscribe');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect((await svc.request('POST', '/role/', { body: { name: 'seen-in-the-browser' } })).status).toBe(201);
+  await tab.locator('.result-window').getByText('seen-in-the-browser').waitFor({ timeout: 15_000 });
+  expect(await tab.locator('.result-window').innerText()).toContain('"action": "CREATE"');
+  await tab.close();
+}, 60_000);
+
 test('/docs renders the OpenAPI document', async () => {
   const tab = await browser.newPage();
   await tab.goto(`${svc.running.url}/docs`);

@@ -714,12 +714,12 @@ describe('operation resolution', () => {
     expect(res.body).toEqual({ data: { viewer: { id: expect.any(String) } } });
   });
 
-  test('a subscription is a 400 with a token and a 401 without, even one of meta-fields', async () => {
+  test('a subscription over a plain request is a 400 naming its transports with a token, and a 401 without, even one of meta-fields', async () => {
     for (const query of ['subscription { __typename }', 'subscription S { __typename }']) {
       const res = await svc.graphql(query);
       expect(res.status).toBe(400);
       expect(res.body.errors).toEqual([
-        { message: expect.stringMatching(/subscriptions are not supported/), extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) } },
+        { message: expect.stringMatching(/subscriptions run over WebSocket .* or Server-Sent Events/), extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) } },
       ]);
       const anonymous = await svc.graphql(query, undefined, { token: null });
       expect(anonymous.status).toBe(401);

@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse, Kind, type OperationDefinitionNode } from 'graphql';
 import { startTestService, type TestService } from './support/service.js';
+import { bearer, collect, wsConnect } from './support/subscriptions.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -20,12 +21,12 @@ const blocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1
 const operations = blocks.flatMap((block) =>
   parse(block)
     .definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
-    .map((op) => ({ name: op.name?.value ?? '(anonymous)', block, variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [] })),
+    .map((op) => ({ name: op.name?.value ?? '(anonymous)', type: op.operation, block, variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [] })),
 );
 
-test('the README shows GraphQL examples of queries and mutations', () => {
+test('the README shows GraphQL examples of queries, mutations and subscriptions', () => {
   expect(operations.map((op) => op.name)).toEqual(
-    expect.arrayContaining(['ActiveUsers', 'UsersWithLinks', 'CreateAda', 'RenameAndClear', 'Reserve', 'CreateOnReservedId', 'GrantBilling', 'IssueToken']),
+    expect.arrayContaining(['ActiveUsers', 'UsersWithLinks', 'CreateAda', 'RenameAndClear', 'Reserve', 'CreateOnReservedId', 'GrantBilling', 'IssueToken', 'WatchUsers']),
   );
 });
 
@@ -33,8 +34,21 @@ test('every README GraphQL operation runs as written, in order, without errors',
   const application = await svc.request('POST', '/application/', { body: { name: 'billing' } });
   const values: Record<string, unknown> = { app: String(application.body) };
   for (const op of operations) {
+    const [latest] = await svc.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events');
+    values.after = latest.id;
     const variables = Object.fromEntries(op.variables.map((name) => [name, values[name]]));
     expect({ op: op.name, missing: op.variables.filter((name) => values[name] === undefined) }).toEqual({ op: op.name, missing: [] });
+    if (op.type === 'subscription') {
+      // Over a WebSocket, as the README says: the next write is its first event.
+      const ws = wsConnect(svc.url, bearer(svc.adminToken));
+      const sub = collect(ws.client, op.block, variables);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await svc.request('POST', '/user/', { body: { firstName: 'Seen', lastName: 'Live' } });
+      const [event] = await sub.atLeast(1);
+      expect({ op: op.name, errors: event.errors }).toEqual({ op: op.name, errors: undefined });
+      await ws.client.dispose();
+      continue;
+    }
     const res = await svc.graphql(op.block, variables, { rawBody: JSON.stringify({ query: op.block, operationName: op.name, variables }) });
     expect({ op: op.name, status: res.status, errors: res.body?.errors }).toEqual({ op: op.name, status: 200, errors: undefined });
     // Later examples use what earlier ones made, as a reader would.

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
+import { createLogger } from '../src/observability/log.js';
+import { startService } from '../src/server.js';
 import { startTestService, type TestService } from './support/service.js';
 import { bearer, collect, sseConnect, wsConnect, wsUrl, type WsConnection } from './support/subscriptions.js';
 
@@ -353,5 +355,72 @@ describe('observability', () => {
     expect(lines).toContain('subscription connection opened');
     expect(lines).toContain('subscription connection closed');
     expect(lines).not.toContain(svc.adminToken);
+  });
+});
+
+describe('an instance’s limits and stop', () => {
+  it('closes connections past SUBSCRIPTIONS_MAX with 4429 (SSE: 429), and ends them with 1001 when the service stops', async () => {
+    const small = await startTestService({ SUBSCRIPTIONS_MAX: '1' });
+    try {
+      const first = wsConnect(small.url, bearer(small.adminToken));
+      await first.opened;
+      const second = wsConnect(small.url, bearer(small.adminToken));
+      expect((await second.closed).code).toBe(4429);
+      const sse = await fetch(`${small.url}/graphql`, {
+        method: 'POST',
+        headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json', ...bearer(small.adminToken) },
+        body: JSON.stringify({ query: 'subscription { roleEvents { eventID } }' }),
+      });
+      expect(sse.status).toBe(429);
+      expect(((await sse.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('TOO_MANY_REQUESTS');
+      const sub = collect(first.client, 'subscription { roleEvents { eventID } }');
+      await sleep(200);
+      await small.running.stop();
+      expect(await first.closed).toMatchObject({ code: 1001 });
+      await sub.ended;
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('ends an SSE stream with SHUTTING_DOWN when the service stops', async () => {
+    const other = await startTestService();
+    try {
+      const client = sseConnect(other.url, other.adminToken);
+      const sub = collect(client, 'subscription { roleEvents { eventID } }');
+      await sleep(300);
+      await other.running.stop();
+      await sub.ended;
+      expect(sub.results.at(-1).errors[0].extensions.code).toBe('SHUTTING_DOWN');
+      client.dispose();
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+(process.env.DATABASE_URL ? describe : describe.skip)('two instances on one database', () => {
+  it('an event and a revocation made through one reach the other’s sockets within a second', async () => {
+    const second = await startService({ ...svc.config, bootstrapToken: undefined }, createLogger('silent'));
+    try {
+      const token = await svc.tokenWith('user:read role:read');
+      const watching = wsConnect(second.url, bearer(token));
+      open.push(watching);
+      await watching.opened;
+      const sub = collect(watching.client, 'subscription { roleEvents { action role { name } } }');
+      await sleep(300);
+      const started = Date.now();
+      expect((await svc.request('POST', '/role/', { body: { name: 'crossing' } })).status).toBe(201);
+      const [event] = await sub.atLeast(1, 1_000);
+      expect(event.data.roleEvents).toEqual({ action: 'CREATE', role: { name: 'crossing' } });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      const [row] = await svc.sql<{ id: string }>('select id::text from tokens where access_token_hmac = ?', [svc.hmac(token)]);
+      const revoked = Date.now();
+      expect((await svc.request('DELETE', `/token/${row.id}`)).status).toBe(200);
+      expect((await watching.closed).code).toBe(4403);
+      expect(Date.now() - revoked).toBeLessThan(1_000);
+    } finally {
+      await second.stop();
+    }
   });
 });

@@ -47,8 +47,8 @@ export function sandboxWithFallback(): ApolloServerPlugin<GraphQLContext> {
 /**
  * GET /graphiql: GraphiQL served entirely by the service (its files come from the graphiql, react
  * and react-dom packages, read once at start), so it works without internet. An "Access token"
- * field above it, remembered by the browser, sends `Authorization: Bearer …` with every request;
- * GraphiQL's own Headers tab works too.
+ * field above it, remembered by the browser, sends `Authorization: Bearer …` with every request
+ * (and in a subscription's connection_init); GraphiQL's own Headers tab works too.
  */
 export function localExplorer(): Middleware<AppState> {
   const js = 'text/javascript; charset=utf-8';
@@ -90,7 +90,9 @@ export function localExplorer(): Middleware<AppState> {
   input.addEventListener('input', function () { localStorage.setItem('uts-token', input.value.trim()); showState(); });
   showState();
   var endpoint = new URL('/graphql', location.href).href;
-  var fetcher = GraphiQL.createFetcher({ url: endpoint });
+  // Subscriptions run over a WebSocket on the same path (graphql-ws); the headers, the token's
+  // included, go in its connection_init payload.
+  var fetcher = GraphiQL.createFetcher({ url: endpoint, subscriptionUrl: endpoint.replace(/^http/, 'ws') });
   function withToken(params, options) {
     var headers = Object.assign({}, options && options.headers);
     var token = input.value.trim();

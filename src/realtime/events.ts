@@ -131,7 +131,13 @@ export async function openEventSource(options: { sql: Sql; listenUrl: string | n
       next.on('notification', (message) => {
         if (message.channel !== CHANNEL || !message.payload) return;
         const ids = message.payload.split(',').map(Number);
-        enqueue(() => eventsByIds(sql, ids));
+        // With no one listening (no subscription, no connection to watch), the events are not read:
+        // only how far they go is noted.
+        enqueue(async () => {
+          if (listeners.size) return eventsByIds(sql, ids);
+          last = Math.max(last ?? 0, ...ids);
+          return [];
+        });
       });
       try {
         await next.connect();

@@ -112,7 +112,8 @@ export class Hub {
   private readonly connections = new Set<Connection>();
   /** Expiry timers of connections' tokens. */
   private readonly expiries = new Map<Connection, NodeJS.Timeout>();
-  private readonly stopListening: () => void;
+  /** The hub's own listener (token checks), there while it has connections; null otherwise. */
+  private stopListening: (() => void) | null = null;
 
   constructor(
     private readonly source: EventSource,
@@ -120,9 +121,7 @@ export class Hub {
     private readonly log: Logger,
     readonly maxConnections: number,
     private readonly metrics: HubMetrics | null,
-  ) {
-    this.stopListening = source.listen((events) => void this.watchTokens(events));
-  }
+  ) {}
 
   /** Open connections, authenticated or not, by transport. */
   private open = 0;
@@ -163,6 +162,7 @@ export class Hub {
    */
   async addConnection(connection: Connection, seenAtCheck: number): Promise<() => void> {
     this.connections.add(connection);
+    this.stopListening ??= this.source.listen((events) => void this.watchTokens(events));
     // An event between the token check and now (a revocation) found no connection to close.
     if (this.seen() !== seenAtCheck) await this.closeEnded([connection]);
     const [token] = await this.sql.rows<{ expire_at: string | null }>('select expire_at from tokens where id = ?', [connection.tokenId]);
@@ -178,6 +178,10 @@ export class Hub {
       this.connections.delete(connection);
       clearTimeout(this.expiries.get(connection));
       this.expiries.delete(connection);
+      if (!this.connections.size) {
+        this.stopListening?.();
+        this.stopListening = null;
+      }
     };
   }
 
@@ -262,6 +266,7 @@ export class Hub {
   /** The graceful stop: every connection closed with 1001, and no more events. */
   closeAll(): void {
     for (const connection of [...this.connections]) connection.close('going');
-    this.stopListening();
+    this.stopListening?.();
+    this.stopListening = null;
   }
 }
