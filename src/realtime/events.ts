@@ -115,6 +115,9 @@ export async function openEventSource(options: { sql: Sql; listenUrl: string | n
     }
   };
 
+  /** Ids notified and not yet read, and whether a read of them is queued. */
+  const notified: number[] = [];
+  let readScheduled = false;
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | undefined;
   if (options.listenUrl) {
@@ -130,10 +133,17 @@ export async function openEventSource(options: { sql: Sql; listenUrl: string | n
       next.on('error', () => {}); // followed by 'end'
       next.on('notification', (message) => {
         if (message.channel !== CHANNEL || !message.payload) return;
-        const ids = message.payload.split(',').map(Number);
-        // With no one listening (no subscription, no connection to watch), the events are not read:
-        // only how far they go is noted.
+        for (const id of message.payload.split(',')) notified.push(Number(id));
+        if (readScheduled) return;
+        // Notifications that come while a read is under way are read together, in one statement
+        // (by id: the events of one record are in commit order by id, as a later write to a
+        // record waits for the earlier one's commit before it takes its id).
+        readScheduled = true;
         enqueue(async () => {
+          readScheduled = false;
+          const ids = notified.splice(0);
+          // With no one listening (no subscription, no connection to watch), the events are not
+          // read: only how far they go is noted.
           if (listeners.size) return eventsByIds(sql, ids);
           last = Math.max(last ?? 0, ...ids);
           return [];
