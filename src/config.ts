@@ -18,11 +18,6 @@ export interface Config {
    * (PgBouncer): no named statements and no session settings. Else `session` (the default).
    */
   pooler: 'session' | 'transaction';
-  /**
-   * DATABASE_DIRECT_URL: a direct connection to the primary, for what needs a session of its own
-   * behind a pooler in transaction mode (LISTEN for the realtime events); unset: DATABASE_URL.
-   */
-  databaseDirectUrl: string | undefined;
   /** DATABASE_READ_URLS: streaming replicas that serve reads (SPEC §11); empty: every read on the primary. */
   databaseReadUrls: readonly string[];
   /** REPLICA_MAX_LAG_MS: a replica further behind than this is skipped (reads fall back to the primary). */
@@ -172,10 +167,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (databaseUrl) postgresUrl('DATABASE_URL', databaseUrl);
-  const databaseDirectUrl = env.DATABASE_DIRECT_URL?.trim() || undefined;
-  if (databaseDirectUrl) postgresUrl('DATABASE_DIRECT_URL', databaseDirectUrl);
   const databaseReadUrls = readUrls(env.DATABASE_READ_URLS);
-  if (!databaseUrl && (databaseReadUrls.length || databaseDirectUrl)) throw new ConfigError('DATABASE_READ_URLS and DATABASE_DIRECT_URL need DATABASE_URL (the embedded database has no replicas)');
+  if (!databaseUrl && databaseReadUrls.length) throw new ConfigError('DATABASE_READ_URLS needs DATABASE_URL (the embedded database has no replicas)');
   const tokenKey = parseKey('TOKEN_KEY', env.TOKEN_KEY);
   const tokenKeyPrevious = parseKey('TOKEN_KEY_PREVIOUS', env.TOKEN_KEY_PREVIOUS);
   if (databaseUrl && !tokenKey) {
@@ -198,7 +191,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),
     pooler: pooler(env.DATABASE_POOLER),
-    databaseDirectUrl,
     databaseReadUrls,
     replicaMaxLagMs: integer(env, 'REPLICA_MAX_LAG_MS', 2_000, 0, 3_600_000),
     migrate: flag(env, 'MIGRATE', true),

@@ -108,10 +108,8 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const readCache = createReadCache(config.readCacheMb);
     const metrics = config.metrics ? createMetrics(db) : null;
     // Subscriptions (SPEC §10): one event source and hub for the instance, served over SSE by the
-    // GraphQL endpoint and over WebSocket on the same server. LISTEN needs a session of its own:
-    // not through a pooler in transaction mode (then DATABASE_DIRECT_URL, or reading the audit log).
-    const listenUrl = db.kind === 'embedded' ? null : (config.databaseDirectUrl ?? (config.pooler === 'transaction' ? null : config.databaseUrl!));
-    events = await openEventSource({ sql: db.sql, listenUrl, log });
+    // GraphQL endpoint and over WebSocket on the same server.
+    events = openEventSource({ sql: db.sql, log });
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     const schema = await graphQLSchema();

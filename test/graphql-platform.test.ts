@@ -715,15 +715,19 @@ describe('operation resolution', () => {
   });
 
   test('a subscription over a plain request is a 400 naming its transports with a token, and a 401 without, even one of meta-fields', async () => {
-    for (const query of ['subscription { __typename }', 'subscription S { __typename }']) {
+    for (const query of ['subscription { roleEvents { eventID } }', 'subscription S { roleEvents { eventID } }']) {
       const res = await svc.graphql(query);
       expect(res.status).toBe(400);
       expect(res.body.errors).toEqual([
         { message: expect.stringMatching(/subscriptions run over WebSocket .* or Server-Sent Events/), extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) } },
       ]);
-      const anonymous = await svc.graphql(query, undefined, { token: null });
-      expect(anonymous.status).toBe(401);
+      expect((await svc.graphql(query, undefined, { token: null })).status).toBe(401);
     }
+    // A subscription may not select a meta-field at its root (GraphQL's own rule), nor run without a token.
+    const meta = await svc.graphql('subscription { __typename }');
+    expect(meta.status).toBe(400);
+    expect(meta.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect((await svc.graphql('subscription { __typename }', undefined, { token: null })).status).toBe(401);
   });
 
   test('an unresolved operation logs no internal error', async () => {

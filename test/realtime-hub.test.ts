@@ -9,20 +9,18 @@ import { createLogger } from '../src/observability/log.js';
  */
 function fakeSource() {
   const listeners = new Set<EventListener>();
-  let last = 0;
   const source: EventSource = {
     listen(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    lastSeen: () => last,
+    reading: async () => {},
     close: async () => {},
   };
   return {
     source,
     listeners,
     emit(events: ChangeEvent[]) {
-      last = Math.max(last, ...events.map((e) => e.eventID));
       for (const listener of listeners) listener(events);
     },
   };

@@ -246,13 +246,12 @@ export async function createGraphQL(deps: {
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw AppError.methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const seen = stream?.seen() ?? 0;
       const caller = await callerFor(ctx);
       if (caller) ctx.state.caller = caller;
       if (stream) {
         // A subscription over Server-Sent Events: always with a token.
         if (!caller) throw AppError.unauthorized('an access token is required', 'missing');
-        await stream.serve(ctx, caller, seen);
+        await stream.serve(ctx, caller);
         return;
       }
       const tooDeep = nestingProblem(ctx);

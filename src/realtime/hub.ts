@@ -31,9 +31,12 @@ export type CloseReason = keyof typeof CLOSE;
 /** A close reason as the metrics and the log name it (`tooMany` → `too_many`). */
 export const closeName = (reason: CloseReason | 'client' | 'init_timeout') => reason.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** The reason of a WebSocket close code: ours, graphql-ws's init timeout, or else the client's doing. */
-export function closeReasonOf(code: number): string {
-  const ours = (Object.keys(CLOSE) as CloseReason[]).find((reason) => CLOSE[reason].code === code);
+/**
+ * The reason of a WebSocket close: ours (by code and text: graphql-ws closes a socket whose
+ * connection_init does not come in time with 4408 too), its init timeout, or else the client's doing.
+ */
+export function closeReasonOf(code: number, text: string): string {
+  const ours = (Object.keys(CLOSE) as CloseReason[]).find((reason) => CLOSE[reason].code === code && CLOSE[reason].reason === text);
   return closeName(ours ?? (code === 4408 ? 'init_timeout' : 'client'));
 }
 
@@ -151,20 +154,18 @@ export class Hub {
     return this.open;
   }
 
-  /** The newest event seen: a connection registered after its token check compares it (see `addConnection`). */
-  seen(): number {
-    return this.source.lastSeen();
-  }
 
   /**
    * Registers a connection whose token was just checked; closes it (4403) when its token expires.
    * Returns how to forget it.
    */
-  async addConnection(connection: Connection, seenAtCheck: number): Promise<() => void> {
+  async addConnection(connection: Connection): Promise<() => void> {
     this.connections.add(connection);
     this.stopListening ??= this.source.listen((events) => void this.watchTokens(events));
-    // An event between the token check and now (a revocation) found no connection to close.
-    if (this.seen() !== seenAtCheck) await this.closeEnded([connection]);
+    // A revocation committed between the token check and the source reading for this connection
+    // would reach no one: the token is checked again once the source reads.
+    await this.source.reading();
+    await this.closeEnded([connection]);
     const [token] = await this.sql.rows<{ expire_at: string | null }>('select expire_at from tokens where id = ?', [connection.tokenId]);
     if (token?.expire_at) {
       // Timers hold at most ~24.8 days: a later expiry is looked at again then.

@@ -35,10 +35,8 @@ interface StreamContext extends GraphQLContext {
 export interface SseEndpoint {
   /** Whether a request asks for an event stream (graphql-sse's distinct connections mode). */
   wants(ctx: AppContext): boolean;
-  /** The hub's newest event: taken before the token is checked, and given to `serve`. */
-  seen(): number;
-  /** Runs a subscription for an authenticated request; `seen` is the hub's newest event before the token was checked. */
-  serve(ctx: AppContext, caller: Caller, seen: number): Promise<void>;
+  /** Runs a subscription for an authenticated request. */
+  serve(ctx: AppContext, caller: Caller): Promise<void>;
   /** Whether a response is an event stream (a graceful stop ends them after the other requests). */
   isStream(res: ServerResponse): boolean;
 }
@@ -68,8 +66,7 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
   return {
     wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
-    seen: () => hub.seen(),
-    async serve(ctx, caller, seen) {
+    async serve(ctx, caller) {
       if (!hub.admit('sse')) throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
       let closedWith: CloseReason | null = null;
       let results: EventResults | null = null;
@@ -98,7 +95,7 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
         },
         ready: () => (res.writableNeedDrain ? once(res, 'drain').then(() => undefined) : Promise.resolve()),
       };
-      const forget = await hub.addConnection(connection, seen);
+      const forget = await hub.addConnection(connection);
       let released = false;
       const release = () => {
         if (released) return;

@@ -4,7 +4,7 @@ import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -14,7 +14,7 @@ import { answerOnSocket } from '../http/errors.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Logger } from '../observability/log.js';
 import type { Services } from '../services.js';
-import { CLOSE, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
+import { CLOSE, closeName, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
 import { formatErrors, formatResult, prepareSubscription, subscribeFresh } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
@@ -76,6 +76,12 @@ export function attachWebSockets(
   const { schema, db, services, hub, log } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const states = new WeakMap<WebSocket, SocketState>();
+  /** Why this side closed a socket (the peer's close frame may say otherwise, or nothing). */
+  const closedFor = new WeakMap<WebSocket, string>();
+  const closeWith = (socket: WebSocket, reason: CloseReason) => {
+    if (!closedFor.has(socket)) closedFor.set(socket, closeName(reason));
+    socket.close(CLOSE[reason].code, CLOSE[reason].reason);
+  };
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const given = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined;
@@ -86,7 +92,8 @@ export function attachWebSockets(
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (!hub.admit('ws')) return ws.close(CLOSE.tooMany.code, CLOSE.tooMany.reason);
-      ws.once('close', (code) => hub.release('ws', closeReasonOf(code)));
+      // The reason this side closed for, else what the close frame says (the client's doing).
+      ws.once('close', (code, reason) => hub.release('ws', closedFor.get(ws) ?? closeReasonOf(code, String(reason))));
       wss.emit('connection', ws, req);
     });
   });
@@ -99,13 +106,12 @@ export function attachWebSockets(
       onConnect: async (ctx: Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>) => {
         const { socket, request } = ctx.extra;
         const requestId = requestIdFrom(typeof request.headers['x-request-id'] === 'string' ? request.headers['x-request-id'] : undefined);
-        const seen = hub.seen();
         let caller: Caller;
         try {
-          caller = await authenticate(db, authorizationOfParams(ctx.connectionParams), 'graphql-ws', requestId, {});
+          caller = await authenticate(db, authorizationOfParams(ctx.connectionParams), clientOf(request.headers), requestId, {});
         } catch (err) {
           if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
-          socket.close(CLOSE.unauthorized.code, CLOSE.unauthorized.reason);
+          closeWith(socket, 'unauthorized');
           log.info('subscription connection refused', { transport: 'ws', requestId, reason: 'unauthorized' });
           return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
         }
@@ -113,17 +119,23 @@ export function attachWebSockets(
           tokenId: caller.tokenId,
           userId: caller.userId,
           transport: 'ws',
-          close: (why: CloseReason) => socket.close(CLOSE[why].code, CLOSE[why].reason),
+          close: (why: CloseReason) => closeWith(socket, why),
         };
         const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
         states.set(socket, { caller, requestId, realtime });
-        const forget = await hub.addConnection(connection, seen);
+        // Listened for before the hub knows the connection: a socket that closes meanwhile is
+        // forgotten as soon as the hub has it.
         const opened = Date.now();
-        socket.once('close', (code) => {
-          forget();
-          log.info('subscription connection closed', { transport: 'ws', requestId, tokenId: caller.tokenId, code, seconds: Math.round((Date.now() - opened) / 1000) });
+        let forget: (() => void) | null = null;
+        let closed = false;
+        socket.once('close', (code, reason) => {
+          closed = true;
+          forget?.();
+          log.info('subscription connection closed', { transport: 'ws', requestId, tokenId: caller.tokenId, code, reason: closedFor.get(socket) ?? closeReasonOf(code, String(reason)), seconds: Math.round((Date.now() - opened) / 1000) });
         });
-        if (socket.readyState !== socket.OPEN) return false;
+        forget = await hub.addConnection(connection);
+        if (closed) forget();
+        if (closed || socket.readyState !== socket.OPEN) return false;
         log.info('subscription connection opened', { transport: 'ws', requestId, tokenId: caller.tokenId, userId: caller.userId });
         return true;
       },

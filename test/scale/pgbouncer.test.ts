@@ -3,12 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, listening, newDatabase, startInstance, statusOf, stopInstance, waitFor, type Instance } from '../support/processes.js';
+import { adminQuery, freePort, listening, newDatabase, startInstance, statusOf, stopInstance, waitFor, type Instance } from '../support/processes.js';
+import { bearer, collect, wsConnect } from '../support/subscriptions.js';
 
 /**
  * PgBouncer in transaction pooling mode (Debian's 1.18, no prepared-statement support), run as a
  * plain process: two instances through it with DATABASE_POOLER=transaction, a mixed load from both
- * (no 5xx), and an instance restarted against the same pooler starting cleanly.
+ * (no 5xx) whose every user event reaches a subscriber of each exactly once, and an instance
+ * restarted against the same pooler starting cleanly.
  */
 const KEY = randomBytes(32).toString('base64');
 let dir: string;
@@ -67,9 +69,16 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
     BOOTSTRAP_TOKEN: bootstrap,
     LOG_LEVEL: 'warn',
   };
+  // Subscriptions: each instance reads the audit log through the pooler, with concurrent writers
+  // leaving gaps below ids already seen until they commit.
   for (let n = 0; n < 2; n++) instances.push(await startInstance(env));
   await Promise.all(instances.map((i) => listening(i)));
   const headers = { Authorization: `Bearer ${bootstrap}`, 'Content-Type': 'application/json' };
+  const watchers = instances.map((i) => wsConnect(i.url, bearer(bootstrap)));
+  await Promise.all(watchers.map((w) => w.opened));
+  const watched = watchers.map((w) => collect(w.client, 'subscription { userEvents { eventID } }'));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const [{ id: before }] = await adminQuery<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events', db.url);
   const statuses = new Map<number, number>();
   const count = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
 
@@ -96,9 +105,17 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
     );
   };
   await load(15);
+  // Every user event of the load reached both instances' subscribers, once each.
+  const events = await adminQuery<{ id: string }>(`select id::text from audit_events where resource = 'user' and id > ${before} order by id`, db.url);
+  for (const sub of watched) {
+    await sub.atLeast(events.length, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(sub.results.map((r) => r.data.userEvents.eventID).sort((a: string, b: string) => Number(a) - Number(b))).toEqual(events.map((e) => e.id));
+  }
+  await Promise.all(watchers.map((w) => w.client.dispose()));
   // An instance stopped and started again against the same pooler (no statement names left behind to collide with).
   expect(await stopInstance(instances[0])).toBe(0);
-  instances[0] = await startInstance(env);
+  instances[0] = await startInstance(env);  // reads events through the pooler again
   await listening(instances[0]);
   await load(10);
 
