@@ -188,6 +188,17 @@ describe('sockets follow their token', () => {
     expect(ms).toBeLessThan(2_500);
   });
 
+  it('follows a token whose expiry is moved later while connected', async () => {
+    const soon = await svc.tokenWith('user:read', { expireAt: new Date(Date.now() + 1_500).toISOString() });
+    const ws = connect(bearer(soon));
+    await ws.opened;
+    const [row] = await svc.sql<{ id: string }>('select id::text from tokens where access_token_hmac = ?', [svc.hmac(soon)]);
+    expect((await svc.request('PATCH', `/token/${row.id}`, { body: { expireAt: new Date(Date.now() + 3_600_000).toISOString() } })).status).toBe(200);
+    const closed = await Promise.race([ws.closed, sleep(2_500).then(() => null)]);
+    expect(closed).toBeNull();
+    ws.client.dispose();
+  });
+
   it('ends an SSE stream with a FORBIDDEN error when its token is revoked', async () => {
     const token = await svc.tokenWith('user:read');
     const client = sseConnect(svc.url, token);

@@ -15,6 +15,8 @@ export const MAX_BEHIND = 1_000;
 /** How many events a resume (`after`) may replay before it must re-read instead. */
 export const MAX_REPLAY = 1_000;
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100;
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How long a resumed stream remembers the ids it replayed, to drop them if they also come live. */
 const DEDUP_MS = 60_000;
 
@@ -156,8 +158,9 @@ export class Hub {
 
 
   /**
-   * Registers a connection whose token was just checked; closes it (4403) when its token expires.
-   * Returns how to forget it.
+   * Registers a connection whose token was just checked; closes it (4403) when its token expires
+   * (an expiry changed meanwhile is followed: a token event checks the token again). Returns how
+   * to forget it.
    */
   async addConnection(connection: Connection): Promise<() => void> {
     this.connections.add(connection);
@@ -165,16 +168,7 @@ export class Hub {
     // A revocation committed between the token check and the source reading for this connection
     // would reach no one: the token is checked again once the source reads.
     await this.source.reading();
-    await this.closeEnded([connection]);
-    const [token] = await this.sql.rows<{ expire_at: string | null }>('select expire_at from tokens where id = ?', [connection.tokenId]);
-    if (token?.expire_at) {
-      // Timers hold at most ~24.8 days: a later expiry is looked at again then.
-      const arm = () => {
-        const left = Date.parse(token.expire_at!) - Date.now();
-        this.expiries.set(connection, setTimeout(() => (left > 2 ** 31 - 1 ? arm() : connection.close('forbidden')), Math.min(Math.max(left, 0), 2 ** 31 - 1)));
-      };
-      arm();
-    }
+    await this.checkTokens([connection]);
     return () => {
       this.connections.delete(connection);
       clearTimeout(this.expiries.get(connection));
@@ -246,22 +240,37 @@ export class Hub {
     const users = new Set(events.filter((e) => e.resource === 'user' && e.action === 'delete').map((e) => e.recordID));
     if (!tokens.size && !users.size) return;
     const affected = [...this.connections].filter((c) => tokens.has(c.tokenId) || users.has(c.userId));
-    if (affected.length) await this.closeEnded(affected);
+    if (affected.length) await this.checkTokens(affected);
   }
 
   /** Closes (4403) those of `affected` whose token is no longer live. */
-  private async closeEnded(affected: readonly Connection[]): Promise<void> {
+  private async checkTokens(affected: readonly Connection[]): Promise<void> {
     try {
-      const live = await this.sql.rows<{ id: number }>(
-        `select t.id from tokens t join users u on u.id = t.user_id
+      const live = await this.sql.rows<{ id: number; expire_at: string | Date | null }>(
+        `select t.id, t.expire_at from tokens t join users u on u.id = t.user_id
           where t.id = any(?::bigint[]) and t.deleted_at is null and u.deleted_at is null and (t.expire_at is null or t.expire_at > now())`,
         [`{${affected.map((c) => c.tokenId).join(',')}}`],
       );
-      const alive = new Set(live.map((r) => r.id));
-      for (const connection of affected) if (!alive.has(connection.tokenId)) connection.close('forbidden');
+      const expiries = new Map(live.map((r) => [Number(r.id), r.expire_at === null ? null : new Date(r.expire_at).getTime()]));
+      for (const connection of affected) {
+        if (!expiries.has(connection.tokenId)) connection.close('forbidden');
+        else if (this.connections.has(connection)) this.expireAt(connection, expiries.get(connection.tokenId)!);
+      }
     } catch (err) {
       this.log.warn('could not check the tokens of open connections', { error: (err as Error)?.name });
     }
+  }
+
+  /** (Re)sets when a connection's token expires (4403 then); null: never. */
+  private expireAt(connection: Connection, at: number | null): void {
+    clearTimeout(this.expiries.get(connection));
+    this.expiries.delete(connection);
+    if (at === null) return;
+    // A timer holds at most ~24.8 days: a later expiry is looked at again then.
+    const left = at - Date.now();
+    const timer = setTimeout(() => (left > MAX_TIMER_MS ? this.expireAt(connection, at) : connection.close('forbidden')), Math.min(Math.max(left, 0), MAX_TIMER_MS));
+    timer.unref();
+    this.expiries.set(connection, timer);
   }
 
   /** The graceful stop: every connection closed with 1001, and no more events. */
