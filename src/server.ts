@@ -212,7 +212,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
           });
           const started = Date.now();
           await settlesWithin(requestsDone, config.shutdownTimeoutMs);
-          await webSockets.close();
+          await webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
           await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
           listening.closeAllConnections();
           await eventSource.close();

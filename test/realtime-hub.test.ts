@@ -9,7 +9,9 @@ import { createLogger } from '../src/observability/log.js';
  */
 function fakeSource() {
   const listeners = new Set<EventListener>();
+  let handed = 0;
   const source: EventSource = {
+    handedOver: () => handed,
     listen(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -21,14 +23,16 @@ function fakeSource() {
     source,
     listeners,
     emit(events: ChangeEvent[]) {
+      handed = Math.max(handed, ...events.map((e) => e.eventID));
       for (const listener of listeners) listener(events);
     },
   };
 }
 const event = (eventID: number, resource = 'role'): ChangeEvent => ({ eventID, action: 'create', resource, recordID: eventID, at: '', actorTokenID: null, changes: {} });
 const roles = { matches: (e: ChangeEvent) => e.resource === 'role', sql: { where: "a.resource = 'role'", params: [] } };
-/** A Sql whose every statement answers `rows` (the replay's read), after `wait`. */
-const sqlAnswering = (rows: () => ChangeEvent[], wait: Promise<void> = Promise.resolve()) => ({ rows: async () => (await wait, rows()) }) as unknown as Sql;
+/** A Sql whose replay read answers `rows` after `wait` (and whose newest event is far ahead). */
+const sqlAnswering = (rows: () => ChangeEvent[], wait: Promise<void> = Promise.resolve()) =>
+  ({ rows: async (text: string) => (text.includes('max(id)') ? [{ newest: 1e9 }] : (await wait, rows())) }) as unknown as Sql;
 const log = createLogger('silent');
 
 test(`a stream ${MAX_BEHIND} events behind is ended and its connection told (4408), not grown`, async () => {
@@ -45,20 +49,33 @@ test(`a stream ${MAX_BEHIND} events behind is ended and its connection told (440
   expect(listeners.size).toBe(0);
 });
 
-test('a resume replays, holds the live events meanwhile, and drops those the replay had, even when they come late', async () => {
+test('a resume replays up to where the source stands, holds the live events meanwhile, then goes on live, nothing twice', async () => {
   const { source, emit } = fakeSource();
+  emit([event(5), event(6), event(7)]); // handed over before the subscription: the replay's part
   let release!: () => void;
   const replayRead = new Promise<void>((resolve) => (release = resolve));
   const hub = new Hub(source, sqlAnswering(() => [event(5), event(6), event(7)], replayRead), log, 10, null);
   const streaming = hub.stream('roleEvents', roles, 4, () => {});
-  emit([event(7), event(8)]); // live while the replay is read: 7 is in the replay too
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  emit([event(8)]); // live while the replay is read
   release();
   const stream = await streaming;
-  emit([event(6)]); // the source hands over 6 only now: the replay had it
-  emit([event(9), event(3)]); // 3 is before `after`
+  emit([event(9)]);
   const ids: number[] = [];
   for (let i = 0; i < 5; i++) ids.push((await stream.next()).value!.eventID);
   expect(ids).toEqual([5, 6, 7, 8, 9]);
+  await stream.return!();
+});
+
+test(`a replay of up to ${MAX_REPLAY} events does not count as falling behind`, async () => {
+  const { source, emit } = fakeSource();
+  emit([event(MAX_REPLAY)]);
+  const hub = new Hub(source, sqlAnswering(() => Array.from({ length: MAX_REPLAY }, (_, i) => event(i + 1))), log, 10, null);
+  let overflowed = 0;
+  const stream = await hub.stream('roleEvents', roles, 0, () => overflowed++);
+  emit([event(MAX_REPLAY + 1)]);
+  expect(overflowed).toBe(0);
+  expect((await stream.next()).value!.eventID).toBe(1);
   await stream.return!();
 });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { createLogger } from '../src/observability/log.js';
 import { startService } from '../src/server.js';
@@ -188,15 +189,20 @@ describe('sockets follow their token', () => {
     expect(ms).toBeLessThan(2_500);
   });
 
-  it('follows a token whose expiry is moved later while connected', async () => {
+  it('follows a token whose expiry is moved later while connected, and closes it once its scope changes', async () => {
     const soon = await svc.tokenWith('user:read', { expireAt: new Date(Date.now() + 1_500).toISOString() });
     const ws = connect(bearer(soon));
     await ws.opened;
     const [row] = await svc.sql<{ id: string }>('select id::text from tokens where access_token_hmac = ?', [svc.hmac(soon)]);
-    expect((await svc.request('PATCH', `/token/${row.id}`, { body: { expireAt: new Date(Date.now() + 3_600_000).toISOString() } })).status).toBe(200);
+    const patched = await svc.request('PATCH', `/token/${row.id}`, { body: { expireAt: new Date(Date.now() + 3_600_000).toISOString() } });
+    expect(patched.status).toBe(200);
     const closed = await Promise.race([ws.closed, sleep(2_500).then(() => null)]);
     expect(closed).toBeNull();
-    ws.client.dispose();
+    // Any other change (here its scope) and the caller the socket was opened with is gone: 4403.
+    const started = Date.now();
+    expect((await svc.request('PATCH', `/token/${row.id}`, { body: { scope: 'role:read' } })).status).toBe(200);
+    expect((await ws.closed).code).toBe(4403);
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('ends an SSE stream with a FORBIDDEN error when its token is revoked', async () => {
@@ -433,5 +439,43 @@ describe('an instance’s limits and stop', () => {
     } finally {
       await second.stop();
     }
+  });
+});
+
+(process.env.DATABASE_URL ? describe : describe.skip)('commit order and the cursor', () => {
+  it('holds an event behind a lower id still in flight, then sends both in id order; a rolled-back one holds nothing for long', async () => {
+    const ws = connect();
+    await ws.opened;
+    const id = await createUser('Ordered');
+    await settled();
+    const sub = collect(ws.client, USER_EVENTS, { id: String(id) });
+    await sleep(300);
+    const slow = new pg.Client({ connectionString: svc.config.databaseUrl });
+    await slow.connect();
+    try {
+      // A transaction takes the lower id and stays open; a REST write takes the next one and commits.
+      await slow.query('begin');
+      const [{ id: lower }] = (await slow.query(`insert into audit_events (action, resource, record_id, changes) values ('patch', 'user', $1, '{}') returning id::text`, [id])).rows;
+      expect((await svc.request('PATCH', `/user/${id}`, { body: { lastName: 'Higher' } })).status).toBe(200);
+      await sleep(500);
+      expect(sub.results).toHaveLength(0); // the higher event waits for the lower one
+      await slow.query('commit');
+      const [first, second] = await sub.atLeast(2, 2_000);
+      expect(first.data.userEvents.eventID).toBe(lower);
+      expect(Number(second.data.userEvents.eventID)).toBeGreaterThan(Number(lower));
+      // A rolled-back transaction's id never comes: the next event is not held for it.
+      await slow.query('begin');
+      await slow.query(`insert into audit_events (action, resource, record_id, changes) values ('patch', 'user', $1, '{}')`, [id]);
+      expect((await svc.request('PATCH', `/user/${id}`, { body: { lastName: 'After rollback' } })).status).toBe(200);
+      await sleep(200);
+      await slow.query('rollback');
+      const started = Date.now();
+      const [, , third] = await sub.atLeast(3, 2_000);
+      expect(third.data.userEvents.user.lastName).toBe('After rollback');
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      await slow.end();
+    }
+    sub.stop();
   });
 });

@@ -3,21 +3,20 @@ import type { Logger } from '../observability/log.js';
 
 /**
  * Committed changes, as the audit log records them (SPEC §10): one event per audit row, handed to
- * the instance's listeners (the subscriptions hub) after its transaction committed.
+ * the instance's listeners (the subscriptions hub) after its transaction committed, in id order.
  *
  * Every write appends its audit rows in its own transaction, so the audit log is the event log:
- * while anyone on this instance listens, it is read every POLL_MS after the last id seen, in one
+ * while anyone on this instance listens, it is read every POLL_MS after the last id read, in one
  * statement, through the pool (the same way on PostgreSQL, behind a pooler in transaction mode, and
  * on the embedded database; no session of its own, no LISTEN). Writes pay nothing for it: NOTIFY was
- * tried first, and PostgreSQL serialises the commits of notifying transactions (measured: about a
- * fifth of REST write throughput at 32 connections, before any subscriber).
+ * tried first, and PostgreSQL serialises the commits of notifying transactions.
  *
  * Ids are taken when a row is inserted, not when its transaction commits: a transaction still in
- * flight leaves a gap below ids already seen. Each gap is looked for again on every read until
- * its row shows up or GAP_WAIT_MS have passed (a rolled-back insert never fills its gap; the
- * service's write transactions end well within that time). A record's events are handed over in
- * commit order: a write to a record waits for the earlier one's commit (row lock) before it takes
- * its id, so its ids grow with commit order.
+ * flight leaves a gap below ids already read. Events are handed over only up to the first open
+ * gap, so that every event id handed over is a safe cursor (`after`: everything below it has been
+ * handed over, or will never exist). A gap closes when its row shows up, or when none of the
+ * transactions that were in flight just after it was found is in flight any more (the statement
+ * that reads also reads `pg_current_snapshot()`): its transaction rolled back.
  */
 
 /** The fields of an audit row an event carries. */
@@ -39,30 +38,34 @@ export type EventListener = (events: readonly ChangeEvent[]) => void;
 
 /** How often the audit log is read while someone listens. */
 export const POLL_MS = 100;
-/** How long an id missing below seen ones is looked for (its transaction may still commit). */
-const GAP_WAIT_MS = 60_000;
 /** Rows read at most per statement (a long backlog is read in several). */
 const BATCH = 1_000;
+/** Events read but held behind an open gap, at most (past it, new rows wait in the log). */
+const MAX_HELD = 10_000;
 
 const EVENT_COLUMNS = `a.id as "eventID", a.action, a.resource, a.record_id as "recordID", a.at, a.actor_token_id as "actorTokenID", a.changes,
   case when a.resource = 'token' then (select t.user_id from tokens t where t.id = a.record_id) end as "userID"`;
 
-/** Events after `after`, in id order, at most `limit` (a condition on `a` narrows them). */
-export const eventsAfter = (sql: Sql, after: number, limit: number, where = 'true', params: unknown[] = []) =>
-  sql.rows<ChangeEvent>(`select ${EVENT_COLUMNS} from audit_events a where a.id > ? and (${where}) order by a.id limit ?`, [after, ...params, limit]);
+/** Events with `after` < id <= `upTo`, in id order, at most `limit` (a condition on `a` narrows them). */
+export const eventsAfter = (sql: Sql, after: number, upTo: number, limit: number, where = 'true', params: unknown[] = []) =>
+  sql.rows<ChangeEvent>(`select ${EVENT_COLUMNS} from audit_events a where a.id > ? and a.id <= ? and (${where}) order by a.id limit ?`, [after, upTo, ...params, limit]);
 
 /**
- * The events after `after` (at most BATCH) and those among `gaps` that are there now, in id order:
- * two index range reads (one `where … or …` would make PostgreSQL scan the whole index).
+ * The events after `after` (at most `limit`) and those among `gaps` that are there now, with the
+ * statement's snapshot (on every row; on one row of nulls when there is no event): two index range
+ * reads (one `where … or …` would make PostgreSQL scan the whole index).
  */
-const eventsAfterOrIn = (sql: Sql, after: number, gaps: readonly number[]) =>
-  gaps.length === 0
-    ? eventsAfter(sql, after, BATCH)
-    : sql.rows<ChangeEvent>(
-        `select * from ((select ${EVENT_COLUMNS} from audit_events a where a.id > ? order by a.id limit ?)
-          union all (select ${EVENT_COLUMNS} from audit_events a where a.id = any(?::bigint[]) and a.id <= ?)) e order by "eventID"`,
-        [after, BATCH, `{${gaps.join(',')}}`, after],
-      );
+const readLog = (sql: Sql, after: number, limit: number, gaps: readonly number[]) =>
+  sql.rows<ChangeEvent & { snapshot: string }>(
+    `select pg_current_snapshot()::text as snapshot, e.* from (select 1) one left join lateral (
+       (select ${EVENT_COLUMNS} from audit_events a where a.id > ? order by a.id limit ?)
+       union all (select ${EVENT_COLUMNS} from audit_events a where a.id = any(?::bigint[]) and a.id <= ?)
+     ) e on true order by e."eventID"`,
+    [after, limit, `{${gaps.join(',')}}`, after],
+  );
+
+/** The transactions in flight in a `pg_current_snapshot()` text (`xmin:xmax:xip,…`). */
+const inFlight = (snapshot: string): Set<string> => new Set((snapshot.split(':')[2] ?? '').split(',').filter(Boolean));
 
 export interface EventSource {
   listen(listener: EventListener): () => void;
@@ -71,52 +74,106 @@ export interface EventSource {
    * (a connection checks its token again after this, so that no revocation falls in between).
    */
   reading(): Promise<void>;
+  /** The newest id handed over (everything below it has been, or will never exist). */
+  handedOver(): number;
   close(): Promise<void>;
 }
 
 export function openEventSource(options: { sql: Sql; log: Logger }): EventSource {
   const { sql, log } = options;
   const listeners = new Set<EventListener>();
-  /** The newest id seen; null while no one listens (a first listener starts from the log's end). */
+  /** The newest id read; null while no one listens (a first listener starts from the log's end). */
   let last: number | null = null;
-  /** Ids below `last` not seen yet, with when they were first missed. */
-  const gaps = new Map<number, number>();
+  /** The newest id handed over. */
+  let handed = 0;
+  /**
+   * Ids below `last` not read yet, with the transactions in flight at the read after the one that
+   * found each (null until then: a transaction takes its id a moment before its transaction id,
+   * so the snapshot of the read that finds a gap may not show it yet).
+   */
+  const gaps = new Map<number, Set<string> | null>();
+  /** Events read above the first open gap, in id order, waiting for it. */
+  let held: ChangeEvent[] = [];
+  /** Bumped when the last listener leaves: a read begun before is dropped. */
+  let generation = 0;
   let timer: NodeJS.Timeout | undefined;
   let reading: Promise<void> | null = null;
-  /** Who waits for the source to have its starting point. */
-  const started: (() => void)[] = [];
   let closed = false;
   let warned = false;
+  const started: (() => void)[] = [];
 
-  /** Where a first listener starts: the end of the log, its recent ids missing counted as gaps (in flight now). */
-  const start = async () => {
-    const rows = await sql.rows<{ id: number }>('select id from audit_events where id > (select coalesce(max(id), 0) - ? from audit_events) order by id', [BATCH]);
-    const max = rows.at(-1)?.id ?? 0;
-    const present = new Set(rows.map((r) => Number(r.id)));
-    const now = Date.now();
-    for (let id = Math.max(1, max - BATCH + 1); id < max; id++) if (!present.has(id)) gaps.set(id, now);
-    last = Number(max);
+  const reset = () => {
+    generation++;
+    last = null;
+    handed = 0;
+    gaps.clear();
+    held = [];
+  };
+
+  /**
+   * Where a first listener starts: the end of the log. Ids missing among the recent ones are gaps
+   * whose transactions are those in flight now.
+   */
+  const start = async (): Promise<boolean> => {
+    const at = generation;
+    const rows = await sql.rows<{ id: number | null; snapshot: string }>(
+      `select pg_current_snapshot()::text as snapshot, r.id from (select 1) one left join lateral (
+         select id from audit_events where id > (select coalesce(max(id), 0) - ? from audit_events)
+       ) r on true order by r.id`,
+      [BATCH],
+    );
+    if (at !== generation) return false;
+    const ids = rows.filter((r) => r.id !== null).map((r) => Number(r.id));
+    const max = ids.at(-1) ?? 0;
+    const present = new Set(ids);
+    for (let id = Math.max(1, max - BATCH + 1); id < max; id++) if (!present.has(id)) gaps.set(id, null);
+    last = handed = max;
     for (const resolve of started.splice(0)) resolve();
+    return true;
   };
 
   const read = async () => {
-    if (last === null) await start();
+    if (last === null && !(await start())) return;
+    const at = generation;
     for (;;) {
-      const now = Date.now();
-      for (const [id, since] of gaps) if (now - since > GAP_WAIT_MS) gaps.delete(id);
       const from = last!;
-      const events = await eventsAfterOrIn(sql, from, [...gaps.keys()]);
-      if (!events.length || !listeners.size) return;
+      const rows = await readLog(sql, from, held.length >= MAX_HELD ? 0 : BATCH, [...gaps.keys()]);
+      if (at !== generation) return;
+      const flying = inFlight(rows[0].snapshot);
+      const events = rows.filter((r) => r.eventID !== null).map(({ snapshot: _, ...event }) => event as ChangeEvent);
+      const filled = new Set<number>();
       let expected = from + 1;
       for (const event of events) {
-        gaps.delete(event.eventID);
-        if (event.eventID <= from) continue;
-        for (; expected < event.eventID; expected++) gaps.set(expected, now);
+        if (event.eventID <= from) {
+          filled.add(event.eventID);
+          continue;
+        }
+        for (; expected < event.eventID; expected++) gaps.set(expected, null);
         expected = event.eventID + 1;
       }
-      last = Math.max(from, events.at(-1)!.eventID);
-      for (const listener of listeners) listener(events);
-      if (events.filter((e) => e.eventID > from).length < BATCH) return;
+      // A gap no row filled, none of whose transactions is still in flight, never will be.
+      for (const [id, when] of gaps) {
+        if (filled.has(id)) gaps.delete(id);
+        else if (when === null) gaps.set(id, flying);
+        else if (![...when].some((xid) => flying.has(xid))) gaps.delete(id);
+      }
+      last = Math.max(from, events.at(-1)?.eventID ?? from);
+      if (events.length) held = [...held, ...events].sort((a, b) => a.eventID - b.eventID);
+      const upTo = gaps.size ? Math.min(...gaps.keys()) - 1 : last;
+      const ready = held.filter((e) => e.eventID <= upTo);
+      if (ready.length) {
+        held = held.slice(ready.length);
+        handed = ready.at(-1)!.eventID;
+        for (const listener of listeners) {
+          try {
+            listener(ready);
+          } catch (err) {
+            log.error('an event listener failed', { error: (err as Error)?.name });
+          }
+        }
+      }
+      if (!gaps.size) handed = Math.max(handed, last);
+      if (events.filter((e) => e.eventID > from).length < BATCH || held.length >= MAX_HELD) return;
     }
   };
 
@@ -146,15 +203,15 @@ export function openEventSource(options: { sql: Sql; log: Logger }): EventSource
         // No one listens: no reads. The next listener starts from the log's end again.
         clearTimeout(timer);
         timer = undefined;
-        last = null;
-        gaps.clear();
+        reset(); // a read under way is dropped; the poll after it starts again if someone listens by then
       };
     },
-    reading: () => (last !== null || !listeners.size ? Promise.resolve() : new Promise<void>((resolve) => started.push(resolve))),
+    reading: () => (closed || last !== null || !listeners.size ? Promise.resolve() : new Promise<void>((resolve) => started.push(resolve))),
+    handedOver: () => handed,
     async close() {
-      for (const resolve of started.splice(0)) resolve();
       closed = true;
       clearTimeout(timer);
+      for (const resolve of started.splice(0)) resolve();
       await reading;
     },
   };

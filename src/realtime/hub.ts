@@ -14,11 +14,13 @@ import { eventsAfter, type ChangeEvent, type EventSource } from './events.js';
 export const MAX_BEHIND = 1_000;
 /** How many events a resume (`after`) may replay before it must re-read instead. */
 export const MAX_REPLAY = 1_000;
+/** How many audit events (of every kind) a resume may look through. */
+export const MAX_REPLAY_SPAN = 100_000;
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100;
+/** What may end or change a live token (its creation or a restore cannot touch an open connection's). */
+const TOKEN_ENDING: ReadonlySet<string> = new Set(['update', 'patch', 'revoke', 'delete']);
 /** The longest delay a Node timer takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** How long a resumed stream remembers the ids it replayed, to drop them if they also come live. */
-const DEDUP_MS = 60_000;
 
 /** Why a connection was closed, as WebSocket close codes (SSE ends its stream with the reason). */
 export const CLOSE = {
@@ -60,6 +62,8 @@ export interface Connection {
 /** A subscription's events, in order, with a bounded queue. */
 class EventStream implements AsyncIterableIterator<ChangeEvent> {
   private readonly queue: ChangeEvent[] = [];
+  /** How many of the queued events (the first ones) came from a replay. */
+  private replayed = 0;
   private waiting: ((result: IteratorResult<ChangeEvent>) => void) | null = null;
   private done = false;
 
@@ -68,7 +72,8 @@ class EventStream implements AsyncIterableIterator<ChangeEvent> {
     private readonly onEnd: () => void,
   ) {}
 
-  push(events: readonly ChangeEvent[]): void {
+  /** Queues events; past MAX_BEHIND live ones (a replay not counted), the stream ends and says so. */
+  push(events: readonly ChangeEvent[], options: { replay?: boolean } = {}): void {
     for (const event of events) {
       if (this.done) return;
       if (this.waiting) {
@@ -77,7 +82,8 @@ class EventStream implements AsyncIterableIterator<ChangeEvent> {
         resolve({ value: event, done: false });
       } else {
         this.queue.push(event);
-        if (this.queue.length > MAX_BEHIND) {
+        if (options.replay) this.replayed++;
+        if (this.queue.length - this.replayed > MAX_BEHIND) {
           this.end();
           this.onOverflow();
           return;
@@ -87,7 +93,10 @@ class EventStream implements AsyncIterableIterator<ChangeEvent> {
   }
 
   next(): Promise<IteratorResult<ChangeEvent>> {
-    if (this.queue.length) return Promise.resolve({ value: this.queue.shift()!, done: false });
+    if (this.queue.length) {
+      if (this.replayed) this.replayed--;
+      return Promise.resolve({ value: this.queue.shift()!, done: false });
+    }
     if (this.done) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve) => (this.waiting = resolve));
   }
@@ -111,25 +120,22 @@ class EventStream implements AsyncIterableIterator<ChangeEvent> {
   }
 }
 
-export type HubMetrics = RealtimeMetrics;
-
 export class Hub {
   private readonly connections = new Set<Connection>();
   /** Expiry timers of connections' tokens. */
   private readonly expiries = new Map<Connection, NodeJS.Timeout>();
   /** The hub's own listener (token checks), there while it has connections; null otherwise. */
   private stopListening: (() => void) | null = null;
+  /** Open connections, authenticated or not. */
+  private open = 0;
 
   constructor(
     private readonly source: EventSource,
     private readonly sql: Sql,
     private readonly log: Logger,
     readonly maxConnections: number,
-    private readonly metrics: HubMetrics | null,
+    private readonly metrics: RealtimeMetrics | null,
   ) {}
-
-  /** Open connections, authenticated or not, by transport. */
-  private open = 0;
 
   /**
    * Counts a new connection (before it authenticates: an unauthenticated socket holds memory too),
@@ -155,7 +161,6 @@ export class Hub {
   get connectionCount(): number {
     return this.open;
   }
-
 
   /**
    * Registers a connection whose token was just checked; closes it (4403) when its token expires
@@ -192,16 +197,12 @@ export class Hub {
       this.metrics?.subscribed(operation, -1);
     });
     this.metrics?.subscribed(operation, 1);
-    // While replaying, live events are held back; after it, a live event the replay held is
-    // dropped (the source may hand over an event after a replay has read it: notifications are
-    // read, and the audit log polled, a moment after commit). Each replayed id is dropped once,
-    // and the ids are forgotten after DEDUP_MS.
+    // The source hands events over in id order, each id a safe cursor. While the replay is read,
+    // live events are held; then those the replay covers (up to where the source stood) dropped.
     let replaying = after !== null;
-    const replayed = new Set<number>();
     const held: ChangeEvent[] = [];
     stop = this.source.listen((events) => {
-      let mine = events.filter((e) => filter.matches(e) && (after === null || e.eventID > after));
-      if (replayed.size) mine = mine.filter((e) => !replayed.delete(e.eventID));
+      const mine = events.filter((e) => filter.matches(e) && (after === null || e.eventID > after));
       if (!mine.length) return;
       if (replaying) held.push(...mine);
       else {
@@ -211,16 +212,23 @@ export class Hub {
     });
     if (after !== null) {
       try {
-        const replay = await eventsAfter(this.sql, after, MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
+        await this.source.reading();
+        const upTo = this.source.handedOver();
+        const [{ newest }] = await this.sql.rows<{ newest: number | null }>('select max(id) as newest from audit_events');
+        if (after > Number(newest ?? 0)) throw AppError.invalid([{ field: 'after', message: 'no event has this id yet: pass an eventID this service sent' }]);
+        // The replay reads the audit log from `after` on: how far back it may start is bounded, so
+        // that a narrow filter cannot make it scan the whole log.
+        if (upTo - after > MAX_REPLAY_SPAN) throw AppError.invalid([{ field: 'after', message: `more than ${MAX_REPLAY_SPAN} changes happened after it: read the records again, then subscribe without after` }]);
+        const replay = await eventsAfter(this.sql, after, Math.max(upTo, after), MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
         if (replay.length > MAX_REPLAY) {
           throw AppError.invalid([{ field: 'after', message: `more than ${MAX_REPLAY} events happened after it: read the records again, then subscribe without after (or with a later eventID)` }]);
         }
-        for (const event of replay) replayed.add(event.eventID);
-        const live = held.filter((e) => !replayed.delete(e.eventID));
+        const live = held.filter((e) => e.eventID > upTo);
         replaying = false;
-        setTimeout(() => replayed.clear(), DEDUP_MS).unref();
         this.metrics?.sent(replay.length + live.length);
-        stream.push([...replay, ...live]);
+        // The replay does not count against MAX_BEHIND: a consumer is slow only once live.
+        stream.push(replay, { replay: true });
+        stream.push(live);
       } catch (err) {
         await stream.return();
         throw err;
@@ -230,21 +238,33 @@ export class Hub {
   }
 
   /**
-   * Closes (4403) the connections whose token an event may have ended: a token deleted, revoked,
-   * changed (its expiry, say) or a user deleted; each is checked against the database, as a
-   * request's token is.
+   * Follows the tokens of open connections through the events: a connection's token changed in
+   * any way but its expiry (its value, scope or user, a revocation, a deletion) closes it (4403) at
+   * once, as the caller it was opened with is no longer what the token says; an expiry changed, or
+   * its user deleted, is checked against the database, as a request's token is.
    */
   private async watchTokens(events: readonly ChangeEvent[]): Promise<void> {
     if (!this.connections.size) return;
-    const tokens = new Set(events.filter((e) => e.resource === 'token').map((e) => e.recordID));
+    const changed = new Map<number, boolean>(); // token id → whether only its expiry changed
+    for (const e of events) {
+      if (e.resource !== 'token' || !TOKEN_ENDING.has(e.action)) continue;
+      const expiryOnly = (e.action === 'update' || e.action === 'patch') && Object.keys(e.changes ?? {}).every((field) => field === 'expireAt');
+      changed.set(e.recordID, (changed.get(e.recordID) ?? true) && expiryOnly);
+    }
     const users = new Set(events.filter((e) => e.resource === 'user' && e.action === 'delete').map((e) => e.recordID));
-    if (!tokens.size && !users.size) return;
-    const affected = [...this.connections].filter((c) => tokens.has(c.tokenId) || users.has(c.userId));
-    if (affected.length) await this.checkTokens(affected);
+    if (!changed.size && !users.size) return;
+    const recheck: Connection[] = [];
+    for (const connection of this.connections) {
+      const expiryOnly = changed.get(connection.tokenId);
+      if (expiryOnly === false) connection.close('forbidden');
+      else if (expiryOnly === true || users.has(connection.userId)) recheck.push(connection);
+    }
+    if (recheck.length) await this.checkTokens(recheck);
   }
 
   /** Closes (4403) those of `affected` whose token is no longer live. */
   private async checkTokens(affected: readonly Connection[]): Promise<void> {
+    if (!affected.length) return;
     try {
       const live = await this.sql.rows<{ id: number; expire_at: string | Date | null }>(
         `select t.id, t.expire_at from tokens t join users u on u.id = t.user_id
@@ -257,7 +277,9 @@ export class Hub {
         else if (this.connections.has(connection)) this.expireAt(connection, expiries.get(connection.tokenId)!);
       }
     } catch (err) {
-      this.log.warn('could not check the tokens of open connections', { error: (err as Error)?.name });
+      // The event that asked for the check is gone: checked again in a second, until it succeeds.
+      this.log.warn('could not check the tokens of open connections; trying again', { error: (err as Error)?.name });
+      setTimeout(() => void this.checkTokens(affected.filter((c) => this.connections.has(c))), 1_000).unref();
     }
   }
 

@@ -15,7 +15,11 @@ import {
 import { Loaders, type GraphQLContext } from '../graphql/context.js';
 import { formatError, noteValueProblems } from '../graphql/errors.js';
 import { costProblem, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from '../graphql/limits.js';
+import type { Caller } from '../auth/caller.js';
+import type { Database } from '../db/database.js';
+import type { Services } from '../services.js';
 import type { ChangeEvent } from './events.js';
+import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
  * What both transports (src/realtime/ws.ts, sse.ts) do with a subscription request: the checks
@@ -23,6 +27,13 @@ import type { ChangeEvent } from './events.js';
  * the size limits, the cost limit, errors that never quote a value) made here, since Apollo does
  * not see this traffic; and execution with fresh DataLoaders for each event.
  */
+
+/** The context a subscription runs in, on either transport (each event gets fresh loaders: see subscribeFresh). */
+export function subscriptionContext(deps: { db: Database; services: Services }, caller: Caller, requestId: string, realtime: RealtimeContext): GraphQLContext & { realtime: RealtimeContext } {
+  const { db, services } = deps;
+  // Subscriptions read on the primary: an event is read right after its commit, which a replica may not have replayed.
+  return { caller, requestId, services, sql: db.sql, reads: db.sql, loaders: new Loaders(services, caller, db.sql), realtime };
+}
 
 /** A subscribe message's payload (graphql-ws) or a request body (graphql-sse). */
 export interface SubscriptionParams {
@@ -106,11 +117,11 @@ export class EventResults implements AsyncIterableIterator<ExecutionResult> {
   ) {}
 
   async next(): Promise<IteratorResult<ExecutionResult>> {
-    if (!this.ended && this.ready) await this.ready();
     if (this.ended) return this.finish();
-    // An end() while waiting for the next event wins over that event.
+    // An end() while waiting (for the transport, or for the next event) wins over both.
     const ended = new Promise<'ended'>((resolve) => (this.wake = () => resolve('ended')));
-    const step = await Promise.race([this.events.next(), ended]);
+    if (this.ready) await Promise.race([this.ready(), ended]);
+    const step = this.ended ? 'ended' : await Promise.race([this.events.next(), ended]);
     this.wake = null;
     if (step === 'ended' || this.ended) return this.finish();
     if (step.done) return { value: undefined, done: true };

@@ -6,12 +6,12 @@ import { createHandler } from 'graphql-sse';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { Loaders, type GraphQLContext } from '../graphql/context.js';
+import type { GraphQLContext } from '../graphql/context.js';
 import type { AppContext } from '../http/context.js';
 import type { Logger } from '../observability/log.js';
 import type { Services } from '../services.js';
 import { CLOSE, closeName, type CloseReason, type Connection, type Hub } from './hub.js';
-import { EventResults, formatErrors, formatResult, prepareSubscription, subscribeFresh } from './operation.js';
+import { EventResults, formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
@@ -41,10 +41,13 @@ export interface SseEndpoint {
   isStream(res: ServerResponse): boolean;
 }
 
+/** How long a stream ended by the service (revoked, too slow, stopping) may take to reach its client. */
+const END_GRACE_MS = 5_000;
+
 const errorResult = (reason: CloseReason): ExecutionResult => ({ errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })] });
 
 export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
-  const { schema, db, services, hub, log } = deps;
+  const { schema, hub, log } = deps;
   const streams = new WeakSet<ServerResponse>();
   const handler = createHandler<IncomingMessage, StreamContext, StreamContext & Record<PropertyKey, unknown>>({
     schema,
@@ -68,8 +71,23 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
     isStream: (res) => streams.has(res),
     async serve(ctx, caller) {
       if (!hub.admit('sse')) throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
+      const res = ctx.res;
       let closedWith: CloseReason | null = null;
       let results: EventResults | null = null;
+      let forget: (() => void) | null = null;
+      let released = false;
+      // From here on, a response that closes (the client gone, even while this is still preparing
+      // the stream) gives its place back, once.
+      const release = () => {
+        if (released) return;
+        released = true;
+        forget?.();
+        void results?.return();
+        const reason = closeName(closedWith ?? 'client');
+        hub.release('sse', reason);
+        log.info('subscription stream closed', { transport: 'sse', requestId: ctx.state.requestId, tokenId: caller.tokenId, reason });
+      };
+      res.once('close', release);
       const connection: Connection = {
         tokenId: caller.tokenId,
         userId: caller.userId,
@@ -77,35 +95,24 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
         close(reason) {
           closedWith ??= reason;
           results?.end(errorResult(reason));
+          // A client that no longer reads would hold the response open: it gets a few seconds to take the end.
+          setTimeout(() => res.destroy(), END_GRACE_MS).unref();
         },
       };
       const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
-      const res = ctx.res;
       const context: StreamContext = {
-        caller,
-        requestId: ctx.state.requestId,
-        services,
-        sql: db.sql,
-        reads: db.sql,
-        loaders: new Loaders(services, caller, db.sql),
-        realtime,
+        ...subscriptionContext(deps, caller, ctx.state.requestId, realtime),
         attach(attached) {
           results = attached;
           if (closedWith) attached.end(errorResult(closedWith));
+          if (released) void attached.return();
         },
         ready: () => (res.writableNeedDrain ? once(res, 'drain').then(() => undefined) : Promise.resolve()),
       };
-      const forget = await hub.addConnection(connection);
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        forget();
-        const reason = closeName(closedWith ?? 'client');
-        hub.release('sse', reason);
-        log.info('subscription stream closed', { transport: 'sse', requestId: ctx.state.requestId, tokenId: caller.tokenId, reason });
-      };
       try {
+        const forgetConnection = await hub.addConnection(connection);
+        forget = forgetConnection;
+        if (released) return forgetConnection();
         const [body, init] = await handler({
           url: ctx.url,
           method: 'POST',
@@ -116,6 +123,10 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
           raw: ctx.req,
           context,
         });
+        if (released) {
+          if (body && typeof body !== 'string') await body.return?.(undefined);
+          return;
+        }
         ctx.status = init.status;
         for (const [name, value] of Object.entries(init.headers ?? {})) ctx.set(name, value);
         if (!body || typeof body === 'string') {
@@ -126,7 +137,6 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
         streams.add(res);
         ctx.set('X-Accel-Buffering', 'no'); // a proxy (nginx) passes events on as they come
         ctx.body = Readable.from(body, { objectMode: false });
-        res.once('close', release);
         log.info('subscription stream opened', { transport: 'sse', requestId: ctx.state.requestId, tokenId: caller.tokenId, userId: caller.userId });
       } catch (err) {
         release();

@@ -9,13 +9,12 @@ import type { Caller } from '../auth/caller.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { Loaders, type GraphQLContext } from '../graphql/context.js';
 import { answerOnSocket } from '../http/errors.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Logger } from '../observability/log.js';
 import type { Services } from '../services.js';
 import { CLOSE, closeName, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
-import { formatErrors, formatResult, prepareSubscription, subscribeFresh } from './operation.js';
+import { formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
@@ -44,8 +43,11 @@ interface SocketState {
 }
 
 export interface WebSocketEndpoint {
-  /** Closes every socket (1001) and stops accepting upgrades. */
-  close(): Promise<void>;
+  /**
+   * The graceful stop of subscriptions: every connection closed (1001; the hub's SSE streams end
+   * too), no more upgrades; sockets still open after `ms` are cut off.
+   */
+  close(ms: number): Promise<void>;
 }
 
 /** The bearer value of a connection_init payload: `Authorization`, `authorization` or `headers.Authorization`. */
@@ -73,9 +75,12 @@ export function attachWebSockets(
   server: Server,
   deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger; corsOrigins: Config['corsOrigins'] },
 ): WebSocketEndpoint {
-  const { schema, db, services, hub, log } = deps;
+  const { schema, db, hub, log } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const states = new WeakMap<WebSocket, SocketState>();
+  /** Each socket's request id (its upgrade's X-Request-Id, else a new one), and how the hub forgets it. */
+  const requestIds = new WeakMap<WebSocket, string>();
+  const forgets = new WeakMap<WebSocket, () => void>();
   /** Why this side closed a socket (the peer's close frame may say otherwise, or nothing). */
   const closedFor = new WeakMap<WebSocket, string>();
   const closeWith = (socket: WebSocket, reason: CloseReason) => {
@@ -91,9 +96,21 @@ export function attachWebSockets(
       return answerOnSocket(socket, new AppError('FORBIDDEN', 'this Origin may not open a socket here (CORS_ORIGINS lists those that may)'), given);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (!hub.admit('ws')) return ws.close(CLOSE.tooMany.code, CLOSE.tooMany.reason);
-      // The reason this side closed for, else what the close frame says (the client's doing).
-      ws.once('close', (code, reason) => hub.release('ws', closedFor.get(ws) ?? closeReasonOf(code, String(reason))));
+      const requestId = requestIdFrom(given);
+      if (!hub.admit('ws')) {
+        log.info('subscription connection refused', { transport: 'ws', requestId, reason: 'too_many' });
+        return closeWith(ws, 'tooMany');
+      }
+      requestIds.set(ws, requestId);
+      const opened = Date.now();
+      ws.once('close', (code, text) => {
+        // The reason this side closed for, else what the close frame says (the client's doing).
+        const reason = closedFor.get(ws) ?? closeReasonOf(code, String(text));
+        forgets.get(ws)?.();
+        hub.release('ws', reason);
+        const tokenId = states.get(ws)?.caller.tokenId;
+        log.info('subscription connection closed', { transport: 'ws', requestId, ...(tokenId ? { tokenId } : {}), code, reason, seconds: Math.round((Date.now() - opened) / 1000) });
+      });
       wss.emit('connection', ws, req);
     });
   });
@@ -101,20 +118,21 @@ export function attachWebSockets(
   const server$ = useServer<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>(
     {
       schema,
-      // graphql-ws closes a socket whose connection_init does not come within this time (4408).
-      connectionInitWaitTimeout: 10_000,
+      // graphql-ws closes a socket whose connection_init does not come within this time (4408):
+      // a socket not yet authenticated holds one of SUBSCRIPTIONS_MAX places only this long.
+      connectionInitWaitTimeout: 3_000,
       onConnect: async (ctx: Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>) => {
         const { socket, request } = ctx.extra;
-        const requestId = requestIdFrom(typeof request.headers['x-request-id'] === 'string' ? request.headers['x-request-id'] : undefined);
+        const requestId = requestIds.get(socket) ?? requestIdFrom(undefined);
         let caller: Caller;
         try {
           caller = await authenticate(db, authorizationOfParams(ctx.connectionParams), clientOf(request.headers), requestId, {});
         } catch (err) {
           if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
           closeWith(socket, 'unauthorized');
-          log.info('subscription connection refused', { transport: 'ws', requestId, reason: 'unauthorized' });
           return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
         }
+        if (socket.readyState !== socket.OPEN) return false;
         const connection: Connection = {
           tokenId: caller.tokenId,
           userId: caller.userId,
@@ -123,19 +141,13 @@ export function attachWebSockets(
         };
         const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
         states.set(socket, { caller, requestId, realtime });
-        // Listened for before the hub knows the connection: a socket that closes meanwhile is
-        // forgotten as soon as the hub has it.
-        const opened = Date.now();
-        let forget: (() => void) | null = null;
-        let closed = false;
-        socket.once('close', (code, reason) => {
-          closed = true;
-          forget?.();
-          log.info('subscription connection closed', { transport: 'ws', requestId, tokenId: caller.tokenId, code, reason: closedFor.get(socket) ?? closeReasonOf(code, String(reason)), seconds: Math.round((Date.now() - opened) / 1000) });
-        });
-        forget = await hub.addConnection(connection);
-        if (closed) forget();
-        if (closed || socket.readyState !== socket.OPEN) return false;
+        const forget = await hub.addConnection(connection);
+        // Closed meanwhile: its close handler found nothing to forget yet.
+        if (socket.readyState !== socket.OPEN) {
+          forget();
+          return false;
+        }
+        forgets.set(socket, forget);
         log.info('subscription connection opened', { transport: 'ws', requestId, tokenId: caller.tokenId, userId: caller.userId });
         return true;
       },
@@ -144,17 +156,8 @@ export function attachWebSockets(
         if (Object.keys(ctx.subscriptions).length > MAX_SUBSCRIPTIONS_PER_CONNECTION) {
           return [new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, { extensions: { code: 'TOO_MANY_REQUESTS' } })];
         }
-        const context: GraphQLContext & { realtime: RealtimeContext } = {
-          caller: state.caller,
-          requestId: state.requestId,
-          services,
-          sql: db.sql,
-          reads: db.sql,
-          loaders: new Loaders(services, state.caller, db.sql),
-          realtime: state.realtime,
-        };
         // Errors go out through onError, formatted.
-        return prepareSubscription(schema, payload, context);
+        return prepareSubscription(schema, payload, subscriptionContext(deps, state.caller, state.requestId, state.realtime));
       },
       subscribe: (args) => subscribeFresh(args),
       onNext: (ctx, _id, _payload, _args, result) => formatResult(result, states.get(ctx.extra.socket)?.requestId ?? '') ?? undefined,
@@ -166,9 +169,14 @@ export function attachWebSockets(
   );
 
   return {
-    async close() {
-      hub.closeAll();
-      await server$.dispose(); // the sockets not yet authenticated: 1001 too
+    async close(ms) {
+      hub.closeAll(); // subscriptions' connections, SSE streams too: 1001 / SHUTTING_DOWN
+      // The sockets not yet authenticated: 1001 too. A peer that does not answer the closing
+      // handshake within `ms` is cut off.
+      const disposed = server$.dispose();
+      const timer = new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+      await Promise.race([disposed, timer]);
+      for (const client of wss.clients) client.terminate();
     },
   };
 }
