@@ -46,7 +46,7 @@ async function createUser(firstName: string, lastName = 'Realtime'): Promise<num
 
 /** The audit events of a user, as the database holds them. */
 const auditOf = (userID: number) =>
-  svc.sql<{ id: string; action: string }>(`select id::text, action from audit_events where resource = 'user' and record_id = ? order by id`, [userID]);
+  svc.sql<{ id: string; action: string }>(`select a.id::text as id, a.action from audit_events a where a.resource = 'user' and a.record_id = ? order by a.id`, [userID]);
 
 describe('graphql-ws', () => {
   it('streams committed changes of users from REST and GraphQL writes, in commit order, with the record as it is now', async () => {
