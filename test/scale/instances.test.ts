@@ -17,6 +17,7 @@ import {
   waitFor,
   type Instance,
 } from '../support/processes.js';
+import { collect, wsConnect } from '../support/subscriptions.js';
 
 /**
  * SPEC §11 with real processes on one PostgreSQL: many instances starting at once, MIGRATE=false,
@@ -163,7 +164,7 @@ ${ports.map((p, n) => `  server s${n} 127.0.0.1:${p} check`).join('\n')}
 });
 
 describe('WORKERS', () => {
-  test('WORKERS=2: two workers serve one port, a killed one is replaced, /metrics counts the group, SIGTERM stops all with 0', async () => {
+  test('WORKERS=2: two workers serve one port, a killed one is replaced, /metrics counts the group, subscriptions on either get every event, SIGTERM stops all with 0', async () => {
     const db = await newDatabase();
     const bootstrap = `boot-${randomBytes(12).toString('hex')}`;
     try {
@@ -189,6 +190,14 @@ describe('WORKERS', () => {
         return now.length === 2 && !now.includes(workers[0]);
       });
       for (let n = 0; n < 10; n++) expect(await statusOf(`${primary.url}/user/`, { headers })).toBe(200);
+      // Subscriptions on workers: sockets spread over the workers each get an event written through any.
+      const sockets = Array.from({ length: 4 }, () => wsConnect(primary.url, { Authorization: `Bearer ${bootstrap}` }));
+      await Promise.all(sockets.map((s) => s.opened));
+      const subs = sockets.map((s) => collect(s.client, 'subscription { roleEvents { action role { name } } }'));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await statusOf(`${primary.url}/role/`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'on-workers' }) })).toBe(201);
+      for (const sub of subs) expect((await sub.atLeast(1, 2_000))[0].data.roleEvents).toEqual({ action: 'CREATE', role: { name: 'on-workers' } });
+      await Promise.all(sockets.map((s) => s.client.dispose()));
       expect(await stopInstance(primary)).toBe(0);
       for (const pid of childrenOf(primary.child.pid!)) throw new Error(`worker ${pid} outlived the primary`);
     } finally {
