@@ -3,7 +3,7 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Logger } from './observability/log.js';
 
 /**
- * WORKERS=n (SPEC §11): n worker processes share the service's port through node:cluster. The
+ * WORKERS=n (docs/operations.md#many-instances-workers-replicas-poolers): n worker processes share the service's port through node:cluster. The
  * primary holds no database connection and serves no request: it starts the workers, starts a new
  * one when one dies, stops them all on SIGTERM or SIGINT (each stops gracefully: exit 0 when all
  * did), and answers the workers' requests for the group's metrics. Every worker is the whole

@@ -18,7 +18,7 @@ export interface Config {
    * (PgBouncer): no named statements and no session settings. Else `session` (the default).
    */
   pooler: 'session' | 'transaction';
-  /** DATABASE_READ_URLS: streaming replicas that serve reads (SPEC §11); empty: every read on the primary. */
+  /** DATABASE_READ_URLS: streaming replicas that serve reads (docs/operations.md#many-instances-workers-replicas-poolers); empty: every read on the primary. */
   databaseReadUrls: readonly string[];
   /** REPLICA_MAX_LAG_MS: a replica further behind than this is skipped (reads fall back to the primary). */
   replicaMaxLagMs: number;
@@ -55,7 +55,7 @@ export interface Config {
   tokenKeyPrevious: Buffer | undefined;
 }
 
-/** A token key's length (SPEC §9: 32 bytes, base64). */
+/** A token key's length (docs/operations.md#secrets-at-rest: 32 bytes, base64). */
 export const KEY_BYTES = 32;
 
 /**

@@ -107,7 +107,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const services = createServices(db.keyring);
     const readCache = createReadCache(config.readCacheMb);
     const metrics = config.metrics ? createMetrics(db) : null;
-    // Subscriptions (SPEC §10): one event source and hub for the instance, served over SSE by the
+    // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
     // GraphQL endpoint and over WebSocket on the same server.
     events = openEventSource({ sql: db.sql, log });
     const eventSource = events;

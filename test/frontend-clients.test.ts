@@ -5,7 +5,7 @@ import { ClientError, GraphQLClient } from 'graphql-request';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * The README's "Frontend clients" set-ups, run as written against the real service: Apollo Client,
+ * The "Frontend clients" set-ups of docs/graphql.md, run as written against the real service: Apollo Client,
  * urql (queries over GET, its default here) and graphql-request; what a query, a 401 and a
  * FORBIDDEN field look like in each.
  */
@@ -21,7 +21,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-// --- as in the README -------------------------------------------------------------------------
+// --- as in docs/graphql.md ---------------------------------------------------------------------
 const apolloClient = (token: string) =>
   new ApolloClient({ link: new HttpLink({ uri: url, headers: { Authorization: `Bearer ${token}` } }), cache: new InMemoryCache() });
 const urqlClient = (token: string) =>
@@ -86,8 +86,8 @@ describe('graphql-request', () => {
   });
 });
 
-test("the README's GraphQL Code Generator config maps every custom scalar of the schema", async () => {
-  const [readme, schema] = await Promise.all([readFile(new URL('../README.md', import.meta.url), 'utf8'), readFile(new URL('../schema.graphql', import.meta.url), 'utf8')]);
+test("docs/graphql.md's GraphQL Code Generator config maps every custom scalar of the schema", async () => {
+  const [readme, schema] = await Promise.all([readFile(new URL('../docs/graphql.md', import.meta.url), 'utf8'), readFile(new URL('../schema.graphql', import.meta.url), 'utf8')]);
   const config = /```ts\n(\/\/ codegen\.ts[\s\S]*?)```/.exec(readme)?.[1] ?? '';
   const scalars = [...schema.matchAll(/^scalar (\w+)/gm)].map((m) => m[1]);
   expect(scalars.length).toBeGreaterThan(0);

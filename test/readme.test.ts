@@ -1,9 +1,9 @@
 /**
- * The README's GraphQL examples, run as written against the real service: every operation of every
+ * The GraphQL examples of the README and docs/, run as written against the real service: every operation of every
  * ```graphql block must answer data without errors. Variables come from records made just before
  * (the README leaves their values to the reader).
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { parse, Kind, type OperationDefinitionNode } from 'graphql';
 import { startTestService, type TestService } from './support/service.js';
 import { bearer, collect, wsConnect } from './support/subscriptions.js';
@@ -16,7 +16,9 @@ afterAll(async () => {
   await svc.stop();
 });
 
-const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+// The README and every document under docs/: their examples run as written.
+const docFiles = ['README.md', ...(await readdir(new URL('../docs/', import.meta.url))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const readme = (await Promise.all(docFiles.map((f) => readFile(new URL(`../${f}`, import.meta.url), 'utf8')))).join('\n');
 const blocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]);
 const operations = blocks.flatMap((block) =>
   parse(block)

@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * The README's subscription set-ups (graphql-ws, graphql-sse, Apollo Client's GraphQLWsLink with a
+ * The subscription set-ups of docs/graphql.md (graphql-ws, graphql-sse, Apollo Client's GraphQLWsLink with a
  * split link, urql's subscriptionExchange), run as written against the real service: each receives
  * the event of a write made after it subscribed. Node has no WebSocket of its own in every version
  * a client supports, so the graphql-ws clients are given the `ws` package's.
@@ -44,7 +44,7 @@ const soon = (write: () => Promise<unknown>) => void sleep(400).then(write);
 const createUser = (firstName: string) => svc.request('POST', '/user/', { body: { firstName, lastName: 'Clients' } });
 
 test('graphql-ws', async () => {
-  // --- as in the README ------------------------------------------------------------------------
+  // --- as in docs/graphql.md --------------------------------------------------------------------
   const client = createClient({
     url: `${svc.url.replace('http', 'ws')}/graphql`,
     connectionParams: { Authorization: `Bearer ${token}` },

@@ -1,6 +1,6 @@
 import { namedResource } from '../resource/named.js';
 
-/** An application a user is linked to, with a numeric `right` (SPEC: `{id, name, createdAt, updatedAt}`). */
+/** An application a user is linked to, with a numeric `right` (on the wire: `{id, name, createdAt, updatedAt}`). */
 export const applications = namedResource({
   name: 'application',
   table: 'applications',

@@ -1,7 +1,7 @@
 import { field } from '../resource/field.js';
 import { defineResource, type RecordOf } from '../resource/resource.js';
 
-/** What a write did (SPEC §9). */
+/** What a write did (docs/rest.md#audit-log). */
 export const AUDIT_ACTIONS = ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -7,7 +7,7 @@ import { parseScopes, type Caller } from './caller.js';
 
 /**
  * The live token behind a bearer value, in one indexed statement: the keyed hash (HMAC-SHA-256,
- * SPEC §9) of the value against the unique index of live tokens, joined to its user. During a key
+ * docs/operations.md#secrets-at-rest) of the value against the unique index of live tokens, joined to its user. During a key
  * rotation the value's hash under TOKEN_KEY_PREVIOUS is matched too (`in` of two: still one
  * statement on the same index). Valid means: not deleted, not expired, and owned by a user who is
  * not deleted, so deleting or expiring a token takes effect on the next request.

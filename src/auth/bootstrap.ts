@@ -28,7 +28,7 @@ const tokenValues = (userID: number, accessToken: string) => ({
 });
 
 /**
- * Makes sure the service can be used at all (SPEC §1):
+ * Makes sure the service can be used at all (docs/operations.md):
  * - with BOOTSTRAP_TOKEN, a live, unexpiring token with that value and scope `*` exists;
  * - without it, on a database that has never had a token, a first one is created and returned so
  *   that the caller can print it once.

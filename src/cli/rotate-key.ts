@@ -14,7 +14,7 @@ embedded database in DATA_DIR (./data), whether or not the service is running.
 `;
 
 /**
- * `npm run rotate-key`: re-encrypts every token under TOKEN_KEY (SPEC §9). Exit status 0 when done,
+ * `npm run rotate-key`: re-encrypts every token under TOKEN_KEY (docs/operations.md#secrets-at-rest). Exit status 0 when done,
  * 1 when it cannot (a missing or malformed key, a token under a key neither variable holds).
  */
 export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {

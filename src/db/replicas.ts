@@ -4,7 +4,7 @@ import type { Logger } from '../observability/log.js';
 import { DatabaseUnavailableError, PoolSql, typeParsers, type Sql, type StatementListener, type Transaction } from './sql.js';
 
 /**
- * Reads on streaming replicas (DATABASE_READ_URLS, SPEC §11), never older than what the caller
+ * Reads on streaming replicas (DATABASE_READ_URLS, docs/operations.md#many-instances-workers-replicas-poolers), never older than what the caller
  * may see.
  *
  * The rule is one number per request, its floor: the primary's WAL flush position, read in the

@@ -47,7 +47,7 @@ export function ConnectionType<T extends object>(item: ClassType<T>, name: strin
   return Connection;
 }
 
-/** first/after and last/before of every connection (SPEC §5's limits: at most 1000 a page). */
+/** first/after and last/before of every connection (docs/rest.md#lists-filter-orderby-page-pagesize's limits: at most 1000 a page). */
 @ArgsType()
 export class ConnectionArgs {
   @Field(() => Int, { nullable: true, description: 'Records after `after` (or from the start); 0 to 1000, default 20.' })

@@ -28,14 +28,14 @@ import type { GraphQLContext } from './context.js';
 import { DateTime } from './scalars.js';
 
 /**
- * Errors on GraphQL's wire (SPEC §7): every error carries `extensions.code` and the request's id;
+ * Errors on GraphQL's wire (docs/graphql.md): every error carries `extensions.code` and the request's id;
  * a service error keeps its message and names its field (`field`, `details`); GraphQL's own
  * errors (syntax, validation, variables) never repeat a value the client sent (it may be a token
  * or a password), which this module ensures from the structure of the error (its node, its path,
  * the type expected there), never by reading graphql-js's message texts.
  */
 
-/** SPEC §7's `extensions.code` for each service error code. */
+/** docs/graphql.md's `extensions.code` for each service error code. */
 const CODE_OF: Record<ErrorCode, string> = {
   BAD_REQUEST: 'BAD_USER_INPUT',
   UNAUTHORIZED: 'UNAUTHENTICATED',

@@ -36,7 +36,7 @@ import { toGraphQLError, variablePath, whyNotFitting } from './errors.js';
  *   and 0.06 ms compiled); a document jit cannot compile runs on graphql-js;
  * - variables checked first, with messages made from their types (never repeating a value: a
  *   variable may hold a token);
- * - a mutation with several root fields in one transaction (SPEC §6: a request that fails changes
+ * - a mutation with several root fields in one transaction (docs/rest.md#conventions: a request that fails changes
  *   nothing): committed when every root field succeeded, else rolled back with `data` null.
  */
 

@@ -9,7 +9,7 @@ import type { GraphQLContext } from './context.js';
 export const LOCAL_EXPLORER = '/graphiql';
 
 /**
- * The landing page of GET /graphql (SPEC §8): Apollo Sandbox, the explorer the user asked for,
+ * The landing page of GET /graphql (docs/operations.md): Apollo Sandbox, the explorer the user asked for,
  * which loads from Apollo's CDN; when the browser cannot load it (offline, a closed network) the
  * page moves on to the local explorer instead of saying "Apollo Sandbox cannot be loaded".
  */

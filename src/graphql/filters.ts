@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import type { RecordListInput } from '../resource/service.js';
 
 /**
- * Typed list arguments. Each filter input has the shape of the REST filter language of SPEC §5
+ * Typed list arguments. Each filter input has the shape of the REST filter language of docs/rest.md#lists-filter-orderby-page-pagesize
  * (`{status: {in: [1, 2]}, and: [...]}`), so it goes through the same compiler with the same limits.
  */
 @InputType({ description: 'Conditions on an ID field; all given operators must hold.' })
@@ -93,7 +93,7 @@ export enum SortDirection {
 }
 registerEnumType(SortDirection, { name: 'SortDirection' });
 
-/** The `deleted` argument of a top-level list (SPEC §9); left out: live records only. */
+/** The `deleted` argument of a top-level list (docs/rest.md#deleted-records-restore-and-deletedonlyinclude); left out: live records only. */
 export enum DeletedRecords {
   ONLY = 'only',
   INCLUDE = 'include',

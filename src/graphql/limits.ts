@@ -17,7 +17,7 @@ import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexit
 import type { GraphQLContext } from './context.js';
 
 /**
- * Abuse limits of SPEC §7.
+ * Abuse limits of docs/graphql.md.
  * - depth: levels of fields, introspection's own meta-fields aside;
  * - aliases and fields: counted as the operation runs them, every fragment spread expanded, so a
  *   fragment used twice counts twice (a document cannot hide work in fragments);

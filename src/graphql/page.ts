@@ -26,7 +26,7 @@ export function PageType<T extends object>(item: ClassType<T>, cacheable = false
   return Page;
 }
 
-/** page and pageSize of every list (defaults and limits: SPEC §5). */
+/** page and pageSize of every list (defaults and limits: docs/rest.md#lists-filter-orderby-page-pagesize). */
 @ArgsType()
 export class PageArgs {
   @Field(() => Int, { nullable: true, description: 'Default 1; below 1 reads as 1.' })

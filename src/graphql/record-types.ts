@@ -38,7 +38,7 @@ function scalarOf(field: FieldDef): GraphQLScalarType | typeof String {
   }
 }
 
-/** The filter input of a field's kind (SPEC §5's operators, typed). */
+/** The filter input of a field's kind (docs/rest.md#lists-filter-orderby-page-pagesize's operators, typed). */
 function filterOf(field: FieldDef): ClassType {
   switch (field.kind) {
     case 'id':

@@ -3,7 +3,7 @@ import { isoDate } from '../db/wire.js';
 import { checkDate } from '../shared/values.js';
 
 /**
- * Dates as SPEC §3 has them on both protocols: written as ISO 8601 UTC with milliseconds, read as
+ * Dates as docs/rest.md#conventions has them on both protocols: written as ISO 8601 UTC with milliseconds, read as
  * any ISO 8601 date-time with an offset, through the very check REST uses.
  */
 export const DateTime = new GraphQLScalarType<Date, string>({

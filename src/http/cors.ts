@@ -9,7 +9,7 @@ export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Accept', 
 export const CORS_EXPOSED_HEADERS = ['Location', 'Link', 'X-Total-Count', 'X-Request-Id', 'Preference-Applied', 'WWW-Authenticate'];
 
 /**
- * CORS (SPEC §8) for the allowed origins, on every answer: errors and 401s included (the headers
+ * CORS (docs/operations.md) for the allowed origins, on every answer: errors and 401s included (the headers
  * are set before the request runs, and @koa/cors keeps them on a thrown error), and preflights
  * answered 204 before authentication. No credentials mode: the API reads a bearer header, never a
  * cookie. `methodsOf` gives a path's methods, so that a preflight names what the path serves

@@ -26,7 +26,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
 export const RETRY_AFTER_SECONDS = 5;
 
 /**
- * The headers an error's answer carries (SPEC §2, §6, §8): WWW-Authenticate on a 401 (plain
+ * The headers an error's answer carries (docs/rest.md#permissions, #conventions; docs/operations.md): WWW-Authenticate on a 401 (plain
  * `Bearer` when no credential was sent) and a 403, Allow on a 405, Retry-After on a 503.
  */
 export function errorHeaders(error: AppError): Record<string, string> {
@@ -51,7 +51,7 @@ export function sendError(ctx: AppContext, error: AppError, body: unknown = erro
   ctx.body = body;
 }
 
-/** The JSON error body of SPEC §6. */
+/** The JSON error body of docs/rest.md#conventions. */
 export const errorBody = (error: AppError, requestId: string) => ({
   code: STATUS_OF[error.code],
   error: error.code,

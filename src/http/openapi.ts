@@ -13,7 +13,7 @@ import { CORS_EXPOSED_HEADERS } from './cors.js';
 import type { Method } from './routes.js';
 
 /**
- * The OpenAPI 3.1 document of the REST API (SPEC §8), built at start from the route table itself
+ * The OpenAPI 3.1 document of the REST API (docs/operations.md), built at start from the route table itself
  * (every route it serves is in it, or the service does not start) and from the resource
  * definitions the service validates with (the writable fields of each body, the output and list
  * fields of each record), so the document cannot drift from what the service does.
@@ -82,7 +82,7 @@ function writeSchema(body: Body, mode: 'create' | 'patch', withId = false): Sche
     properties.id = {
       type: ['integer', 'null'],
       minimum: 0,
-      description: 'An id reserved by "apply id" and not used yet (SPEC §4); 0 or null: the next id',
+      description: 'An id reserved by "apply id" and not used yet (docs/rest.md#conventions); 0 or null: the next id',
     };
   }
   const required = mode === 'create' ? body.writable.filter(([, f]) => f.required).map(([n]) => n) : [];

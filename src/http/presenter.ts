@@ -2,7 +2,7 @@ import type { Page } from '../list/list.js';
 import type { AppContext } from './context.js';
 
 /**
- * The REST wire dialect (SPEC §4), in one place: the original service's answers (bare arrays,
+ * The REST wire dialect (docs/rest.md#conventions), in one place: the original service's answers (bare arrays,
  * bare ids, counts) by default, the records on `Prefer: return=representation`, and the page
  * headers. Routes call these; nothing else decides what a REST answer looks like.
  */

@@ -5,9 +5,9 @@ import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './pres
 import type { RouteSpec } from './routes.js';
 
 /**
- * The REST routes every record type shares (SPEC §4): list, create (with a reserved id or not),
- * get, update (PUT, which creates on a reserved id), patch (with Attrs), destroy, restore (SPEC
- * §9), and, where the seed has it, apply id. Each parses its input, calls the record's service and
+ * The REST routes every record type shares (docs/rest.md#conventions): list, create (with a reserved id or not),
+ * get, update (PUT, which creates on a reserved id), patch (with Attrs), destroy, restore (
+ * docs/rest.md#deleted-records-restore-and-deletedonlyinclude), and, where the seed has it, apply id. Each parses its input, calls the record's service and
  * answers in the original service's dialect (presenter.ts).
  */
 export function recordRoutes<R extends Resource>(options: {
@@ -36,7 +36,7 @@ export function recordRoutes<R extends Resource>(options: {
       permission: write,
       async handle(ctx, caller, sql) {
         const values = parseWrite(resource, ctx.request.body, 'create');
-        // Ids in bodies are JSON numbers (SPEC §3); `0` and `null` mean no id (Go's zero value,
+        // Ids in bodies are JSON numbers (docs/rest.md#conventions); `0` and `null` mean no id (Go's zero value,
         // which the original's clients send for a record without one).
         const given = requireObject(ctx.request.body).id;
         const id = given === undefined || given === null || given === 0 ? undefined : parseId(typeof given === 'number' ? given : NaN);

@@ -1,7 +1,7 @@
 import { LIST_LIMITS } from './list.js';
 
 /**
- * The legacy "expression form" of a list filter (SPEC §5, from the Go service gostartkit `auth`),
+ * The legacy "expression form" of a list filter (docs/rest.md#lists-filter-orderby-page-pagesize, from the Go service gostartkit `auth`),
  * e.g. `(status eq 1 or status eq 2) and not lastName eq 'O''Brien'`, translated into the JSON
  * filter form that list.ts validates and compiles. Only the syntax is checked here: field names and
  * value types are list.ts's business, so an unknown field passes through for it to report.

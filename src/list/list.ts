@@ -3,7 +3,7 @@ import { parseFilterExpression } from './expression.js';
 import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checked } from '../shared/values.js';
 
 /**
- * The list language of SPEC §5, shared by every list in REST and GraphQL: parse the four inputs,
+ * The list language of docs/rest.md#lists-filter-orderby-page-pagesize, shared by every list in REST and GraphQL: parse the four inputs,
  * validate them against the list's fields, and compile them into SQL for the read path (a `where`
  * fragment and an `order by`). Values stay values: every one is a `?` placeholder, sent as a bind
  * parameter on PostgreSQL; only column names (from the list's own field table) enter the text.
@@ -11,7 +11,7 @@ import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checke
 
 /**
  * How a field's values are checked and compared. `secret`: a text value stored only as a keyed hash
- * (and a ciphertext), such as a token's accessToken (SPEC §9): matched with `eq ne in nin` through
+ * (and a ciphertext), such as a token's accessToken (docs/operations.md#secrets-at-rest): matched with `eq ne in nin` through
  * its hash; never sorted, never matched by pattern or range (a hash keeps no order).
  */
 export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret';
@@ -130,14 +130,14 @@ export function orderSql(order: readonly SortKey[], reverse = false): string {
 }
 
 /**
- * Which records a top-level list reads (SPEC §9's `deleted`): the live ones (the default), only
+ * Which records a top-level list reads (docs/rest.md#deleted-records-restore-and-deletedonlyinclude's `deleted`): the live ones (the default), only
  * the soft-deleted ones, or both.
  */
 export type DeletedScope = 'live' | 'only' | 'include';
 
 /**
  * `deleted` as REST (`?deleted=only`) or GraphQL (the DeletedRecords enum) gives it; any case, an
- * empty value means the default as every list parameter does (SPEC §5). Anything else is a 400.
+ * empty value means the default as every list parameter does (docs/rest.md#lists-filter-orderby-page-pagesize). Anything else is a 400.
  */
 export function parseDeleted(raw: unknown): DeletedScope {
   if (raw === undefined || raw === null || raw === '') return 'live';
@@ -162,7 +162,7 @@ export function andAll(...parts: (SqlFragment | null | undefined)[]): SqlFragmen
 
 
 /**
- * `page` or `pageSize` (SPEC §5): an integer, read the way the original service read it — a number
+ * `page` or `pageSize` (docs/rest.md#lists-filter-orderby-page-pagesize): an integer, read the way the original service read it — a number
  * below `min` means the default, one above `max` means `max` — so only what is not an integer at
  * all is a 400.
  */
@@ -267,7 +267,7 @@ function compileFilterInput(raw: unknown, fields: ListFields, problems: FieldPro
     return null;
   }
   if (typeof raw === 'string') {
-    // Two forms (SPEC §5), told apart by the first non-blank character: `{` is the JSON form,
+    // Two forms (docs/rest.md#lists-filter-orderby-page-pagesize), told apart by the first non-blank character: `{` is the JSON form,
     // anything else the original service's expression form, translated into the JSON form so
     // that both are validated and compiled by the same code below.
     if (raw.trimStart().startsWith('{')) {

@@ -14,7 +14,7 @@ function tokenOf(body: unknown): string {
 }
 
 /**
- * The calls other services make (SPEC §9): RFC 7662 introspection and RFC 7009 revocation at
+ * The calls other services make (docs/rest.md#token-platform-introspection-revocation-authorize-bulk-revoke): RFC 7662 introspection and RFC 7009 revocation at
  * /oauth/…, which take a form body (`token=…`, as the RFCs have it) or JSON, and the original
  * family's GET /authorize/{applicationID}/. Authenticated like every API route.
  */

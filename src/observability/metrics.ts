@@ -6,7 +6,7 @@ import { routeOf } from '../http/middleware.js';
 import { groupMetrics, isWorker } from '../cluster.js';
 
 /**
- * Prometheus metrics (SPEC §8), with prom-client: requests by method, route template and status
+ * Prometheus metrics (docs/operations.md), with prom-client: requests by method, route template and status
  * with their latency; GraphQL operations by name and type; the database pool; and prom-client's
  * process metrics. Labels are templates, never paths or values: an unknown path is `unmatched`,
  * so a scan of random URLs cannot grow the series; operation names are bounded likewise.

@@ -1,7 +1,7 @@
 import type { Logger } from './log.js';
 
 /**
- * One `warn` line when the database becomes unavailable and one when it is back (SPEC §8), instead
+ * One `warn` line when the database becomes unavailable and one when it is back (docs/operations.md), instead
  * of nothing above `info` during thousands of 503s, or one line per failed request. A request that
  * failed as UNAVAILABLE marks the start; the next API request that succeeds (it read the bearer
  * token from the database) marks the end.

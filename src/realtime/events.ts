@@ -2,7 +2,7 @@ import type { Sql } from '../db/sql.js';
 import type { Logger } from '../observability/log.js';
 
 /**
- * Committed changes, as the audit log records them (SPEC §10): one event per audit row, handed to
+ * Committed changes, as the audit log records them (docs/graphql.md#subscriptions): one event per audit row, handed to
  * the instance's listeners (the subscriptions hub) after its transaction committed, in id order.
  *
  * Every write appends its audit rows in its own transaction, so the audit log is the event log:

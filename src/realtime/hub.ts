@@ -5,7 +5,7 @@ import type { RealtimeMetrics } from '../observability/metrics.js';
 import { eventsAfter, type ChangeEvent, type EventSource } from './events.js';
 
 /**
- * The subscriptions of one instance (SPEC §10): each subscription is an event stream over the
+ * The subscriptions of one instance (docs/graphql.md#subscriptions): each subscription is an event stream over the
  * instance's one event source, filtered, with a bounded queue; each connection (WebSocket or SSE)
  * is known by its token and user, so that a revocation, an expiry or a deleted user closes it.
  */

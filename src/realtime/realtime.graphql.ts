@@ -16,7 +16,7 @@ import type { ChangeEvent } from './events.js';
 import type { StreamFilter } from './hub.js';
 
 /**
- * The subscriptions of SPEC §10, over type-graphql's `@Subscription` with a `subscribe` function
+ * The subscriptions of docs/graphql.md#subscriptions, over type-graphql's `@Subscription` with a `subscribe` function
  * each: userEvents, tokenEvents, linkEvents, applicationEvents and roleEvents. Each checks the
  * caller's read scope first, then streams the events of the hub (src/realtime/hub.ts) that match
  * its arguments, resuming after `after` when given. An event's record (`user`, `token`, …) is read

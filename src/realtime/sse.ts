@@ -15,7 +15,7 @@ import { EventResults, formatErrors, formatResult, prepareSubscription, subscrib
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
- * GraphQL subscriptions over Server-Sent Events (SPEC §10): the graphql-sse protocol in its
+ * GraphQL subscriptions over Server-Sent Events (docs/graphql.md#subscriptions): the graphql-sse protocol in its
  * "distinct connections" mode, `POST /graphql` with `Accept: text/event-stream`, one subscription
  * per response. The GraphQL endpoint (src/graphql/server.ts) has read the body and authenticated
  * the request as any other (401 before anything else); this runs the subscription. A stream ends

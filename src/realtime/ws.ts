@@ -18,7 +18,7 @@ import { formatErrors, formatResult, prepareSubscription, subscribeFresh, subscr
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
- * GraphQL subscriptions over WebSocket (SPEC §10): the graphql-transport-ws protocol of the
+ * GraphQL subscriptions over WebSocket (docs/graphql.md#subscriptions): the graphql-transport-ws protocol of the
  * graphql-ws library, on upgrades of /graphql, on the HTTP server Koa serves (Koa's middleware
  * never sees an upgrade, so the checks it would make are made here):
  *

@@ -4,7 +4,7 @@ import type { Field } from './field.js';
 import type { Body, WritableOf } from './resource.js';
 
 /**
- * Write input (SPEC §3), parsed at the edge: REST's JSON body and GraphQL's input object become the
+ * Write input (docs/rest.md#conventions), parsed at the edge: REST's JSON body and GraphQL's input object become the
  * typed, checked values a service takes. Fields outside the writable set are ignored; every problem
  * is collected and reported at once, each naming its field.
  */
@@ -52,11 +52,11 @@ export function requireObject(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-/** Names a record has but no write may set (SPEC §4): skipped when Attrs names them, in any case. */
+/** Names a record has but no write may set (docs/rest.md#conventions): skipped when Attrs names them, in any case. */
 const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client', 'version', 'password', 'remembertoken']);
 
 /**
- * The `Attrs` header as the original service read it (SPEC §4): comma-separated field names,
+ * The `Attrs` header as the original service read it (docs/rest.md#conventions): comma-separated field names,
  * spaces around them ignored, matched case-insensitively (`FirstName` is `firstName`); read-only
  * names skipped; any other name is a 400. The writable fields' own names, or undefined when the
  * header names nothing (then the body's own fields are changed).

@@ -22,7 +22,7 @@ import { applyStatement, deleteStatement, insertStatement, restoreStatement, upd
  * transaction after them.
  */
 
-/** A top-level list's inputs as a protocol hands them over: the list language plus `deleted` (SPEC §9: `only` or `include`). */
+/** A top-level list's inputs as a protocol hands them over: the list language plus `deleted` (docs/rest.md#deleted-records-restore-and-deletedonlyinclude: `only` or `include`). */
 export interface RecordListInput extends ListInput {
   deleted?: unknown;
 }
@@ -234,7 +234,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     },
 
     /**
-     * Creates a record with the next id, or with `id` (SPEC §4): the original service's clients
+     * Creates a record with the next id, or with `id` (docs/rest.md#conventions): the original service's clients
      * reserve one with "apply id" and then create the record with it. A reserved, unused id is
      * claimed; the id of a record that exists, even deleted, is a 409; any other id a 400.
      */
@@ -295,7 +295,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     },
 
     /**
-     * Brings a soft-deleted record back (SPEC §9), as the same record: same id, same values, a new
+     * Brings a soft-deleted record back (docs/rest.md#deleted-records-restore-and-deletedonlyinclude), as the same record: same id, same values, a new
      * `updatedAt`. What its delete took with it stays deleted. An unknown id is a 404; a live
      * record a 409 (nothing to restore); so is a record whose unique name or accessToken a live
      * record holds now, and whatever the resource's restore check refuses.

@@ -6,8 +6,8 @@ import { columnSql, type Resource } from './resource.js';
 /**
  * The write path: each write of one record is ONE statement, whatever the resource. The row is
  * locked and read as it was (`o`), changed (`n`: only when a value differs, so that an update that
- * changes nothing leaves `updatedAt`, `version` and the audit log alone), and its audit event (SPEC
- * §9: the changed fields, before and after, secrets redacted) is inserted by the same statement,
+ * changes nothing leaves `updatedAt`, `version` and the audit log alone), and its audit event (
+ * docs/rest.md#audit-log: the changed fields, before and after, secrets redacted) is inserted by the same statement,
  * so that it commits or rolls back with the write. No entity is loaded or flushed; the statement
  * answers the record in its wire form (the resource's select list).
  *

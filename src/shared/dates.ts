@@ -1,5 +1,5 @@
 /**
- * ISO 8601 date-times with an offset (SPEC §3: "any ISO 8601 date-time with an offset"):
+ * ISO 8601 date-times with an offset (docs/rest.md#conventions: "any ISO 8601 date-time with an offset"):
  *
  * - dates: calendar `2026-11-21`, ordinal `2026-325`, week `2026-W47-6`, in the extended form
  *   (with hyphens) or the basic form (`20261121`, `2026325`, `2026W476`);

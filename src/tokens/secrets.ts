@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigError, KEY_BYTES, parseKey } from '../config.js';
 
 /**
- * Secrets at rest (SPEC §9). A token's `accessToken` and `refreshToken` are never stored as they
+ * Secrets at rest (docs/operations.md#secrets-at-rest). A token's `accessToken` and `refreshToken` are never stored as they
  * are. Each is stored twice, in two forms that are useless without the key:
  *
  * - a keyed hash, HMAC-SHA-256, for lookup (the bearer check, list filters) and for the unique
@@ -168,7 +168,7 @@ export async function embeddedKey(dataDir: string): Promise<Buffer> {
 }
 
 /**
- * The service's keys (SPEC §9): TOKEN_KEY (required with DATABASE_URL, checked by loadConfig), else
+ * The service's keys (docs/operations.md#secrets-at-rest): TOKEN_KEY (required with DATABASE_URL, checked by loadConfig), else
  * on the embedded database the key file; TOKEN_KEY_PREVIOUS beside either.
  */
 export async function loadKeyring(config: { tokenKey?: Buffer; tokenKeyPrevious?: Buffer; databaseUrl?: string; dataDir: string }): Promise<Keyring> {

@@ -136,8 +136,8 @@ export function tokenService(keyring: Keyring) {
         }
       },
       /**
-       * A token comes back only to a live owner: a token of a deleted user cannot authenticate (SPEC
-       * §2), so restoring it would answer success for a credential that does not work. During a
+       * A token comes back only to a live owner: a token of a deleted user cannot authenticate (
+       * docs/rest.md#permissions), so restoring it would answer success for a credential that does not work. During a
        * rotation the restored row's hash and a live twin's may be under different keys, which the
        * unique index cannot compare: the value is looked for under every key held.
        */

@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import { recordService } from '../resource/service.js';
 import { users, type UserRecord } from './user.resource.js';
 
-/** Users: the shared record operations, and the status setter (SPEC §4: PATCH or PUT /user/{id}/status/). */
+/** Users: the shared record operations, and the status setter (docs/rest.md#conventions: PATCH or PUT /user/{id}/status/). */
 export function userService() {
   const records = recordService(users, { conflict: () => AppError.conflict('the user conflicts with an existing one') });
   return {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * A link's `right` is the original service's 64-bit RBAC bit mask (SPEC §3–4): any safe integer,
+ * A link's `right` is the original service's 64-bit RBAC bit mask (docs/rest.md): any safe integer,
  * stored as `bigint`, bounded to the safe integers. Widening integer → bigint keeps every value.
  */
 export class Migration20261123100000_right_bigint extends Migration {

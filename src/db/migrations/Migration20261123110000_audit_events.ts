@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The audit log (SPEC §9): one row per record a successful write changed, appended in the write's
+ * The audit log (docs/rest.md#audit-log): one row per record a successful write changed, appended in the write's
  * own transaction (a write that fails or rolls back leaves none). Append-only: the API has no way to
  * change or delete a row, and the table refuses UPDATE and DELETE itself, so not even a bug in the
  * service can rewrite history (TRUNCATE by an administrator stays possible).
