@@ -92,9 +92,18 @@ async function main(): Promise<void> {
         batch.map(async (n) => {
           const user = await call('POST', '/user/', { firstName: `Bench${n}`, lastName: `User${n % 97}`, status: n % 4, ref: n });
           userIds.push(user.id);
-          await call('POST', `/user/${user.id}/application/`, [0, 1, 2].map((k) => apps[(n + k) % apps.length].id));
-          await call('POST', `/user/${user.id}/role/`, [0, 1].map((k) => roles[(n + k) % roles.length].id));
-          for (let k = 0; k < 3; k++) await call('POST', '/token/', { userID: user.id, accessToken: `bench-${n}-${k}-${randomBytes(8).toString('hex')}`, scope: 'user:read' });
+          await call(
+            'POST',
+            `/user/${user.id}/application/`,
+            [0, 1, 2].map((k) => apps[(n + k) % apps.length].id),
+          );
+          await call(
+            'POST',
+            `/user/${user.id}/role/`,
+            [0, 1].map((k) => roles[(n + k) % roles.length].id),
+          );
+          for (let k = 0; k < 3; k++)
+            await call('POST', '/token/', { userID: user.id, accessToken: `bench-${n}-${k}-${randomBytes(8).toString('hex')}`, scope: 'user:read' });
         }),
       );
     }
@@ -111,7 +120,10 @@ async function main(): Promise<void> {
       { name: 'GET /user/{id} (auth + one read)', run: (i) => status('GET', `/user/${userIds[i % userIds.length]}`) },
       { name: 'GET /user/?filter…&orderBy=-createdAt (list of 20)', run: () => status('GET', `/user/?filter=${filter}&orderBy=-createdAt`) },
       { name: 'GET /user/{id}/application/ (link list)', run: (i) => status('GET', `/user/${userIds[i % userIds.length]}/application/`) },
-      { name: 'PATCH /user/{id} (write, one transaction)', run: (i) => status('PATCH', `/user/${userIds[i % userIds.length]}`, JSON.stringify({ status: i % 5 })) },
+      {
+        name: 'PATCH /user/{id} (write, one transaction)',
+        run: (i) => status('PATCH', `/user/${userIds[i % userIds.length]}`, JSON.stringify({ status: i % 5 })),
+      },
       { name: 'POST /user/ (create)', run: (i) => status('POST', '/user/', JSON.stringify({ firstName: 'Load', lastName: `L${i}` })) },
       { name: 'GraphQL: 50 users + applications, roles, tokens', run: () => status('POST', '/graphql', nested) },
     ];
@@ -129,11 +141,17 @@ async function main(): Promise<void> {
     console.log(`\nUser and token service benchmark — ${database}, Node ${process.versions.node}`);
     console.log(`${USERS} users (3 applications, 2 roles, 3 tokens each) seeded over REST in ${seedSeconds.toFixed(1)} s`);
     console.log(`${CONCURRENCY} concurrent keep-alive clients, ${SECONDS} s per scenario after 1 s of warm-up\n`);
-    console.log(`${pad('scenario', 52)}${'requests'.padStart(9)}${'req/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p95 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'non-2xx'.padStart(9)}`);
+    console.log(
+      `${pad('scenario', 52)}${'requests'.padStart(9)}${'req/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p95 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'non-2xx'.padStart(9)}`,
+    );
     for (const r of results) {
-      console.log(`${pad(r.name, 52)}${String(r.requests).padStart(9)}${num(r.perSecond, 0)}${num(r.p50)}${num(r.p95)}${num(r.p99)}${String(r.failed).padStart(9)}`);
+      console.log(
+        `${pad(r.name, 52)}${String(r.requests).padStart(9)}${num(r.perSecond, 0)}${num(r.p50)}${num(r.p95)}${num(r.p99)}${String(r.failed).padStart(9)}`,
+      );
     }
-    console.log(`\nservice memory: ${afterSeed.rssMiB.toFixed(0)} MiB resident after seeding, ${end.rssMiB.toFixed(0)} MiB at the end, ${end.peakMiB.toFixed(0)} MiB peak`);
+    console.log(
+      `\nservice memory: ${afterSeed.rssMiB.toFixed(0)} MiB resident after seeding, ${end.rssMiB.toFixed(0)} MiB at the end, ${end.peakMiB.toFixed(0)} MiB peak`,
+    );
   } finally {
     await service.stop();
   }

@@ -99,7 +99,9 @@ async function main(): Promise<void> {
     const after = await memoryOf(pid);
     const seconds = (delivered - started) / 1000;
     console.log(`writes: ${(EVENTS / ((wrote - started) / 1000)).toFixed(0)}/s`);
-    console.log(`events delivered: ${((EVENTS * SUBSCRIBERS) / seconds).toFixed(0)}/s (${(EVENTS / seconds).toFixed(0)} events/s to each of ${SUBSCRIBERS}); the last reached everyone ${(delivered - wrote).toFixed(0)} ms after the last write`);
+    console.log(
+      `events delivered: ${((EVENTS * SUBSCRIBERS) / seconds).toFixed(0)}/s (${(EVENTS / seconds).toFixed(0)} events/s to each of ${SUBSCRIBERS}); the last reached everyone ${(delivered - wrote).toFixed(0)} ms after the last write`,
+    );
     console.log(`RSS after: ${mib(after.rssMiB)}; peak while running ${mib(peak)}; errors ${errors}`);
   } finally {
     await Promise.all(clients.map((client) => client.dispose()));

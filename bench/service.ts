@@ -40,7 +40,6 @@ async function startService(env: Record<string, string>): Promise<ChildProcess> 
   return child;
 }
 
-
 export interface BenchService {
   base: string;
   child: ChildProcess;

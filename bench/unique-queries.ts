@@ -41,7 +41,9 @@ async function main(): Promise<void> {
   };
   const line = async (label: string) => {
     const { rssMiB, peakMiB } = await memoryOf(service.child.pid!);
-    console.log(`${label.padEnd(26)} heap used ${(await heapOf()).toFixed(1).padStart(7)} MiB   RSS ${rssMiB.toFixed(0).padStart(5)} MiB   peak ${peakMiB.toFixed(0).padStart(5)} MiB`);
+    console.log(
+      `${label.padEnd(26)} heap used ${(await heapOf()).toFixed(1).padStart(7)} MiB   RSS ${rssMiB.toFixed(0).padStart(5)} MiB   peak ${peakMiB.toFixed(0).padStart(5)} MiB`,
+    );
   };
   try {
     console.log(`\n${TEXTS} unique GraphQL query texts of ~${BYTES} bytes, ${CONCURRENCY} concurrent clients, Node ${process.versions.node}\n`);

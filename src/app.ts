@@ -40,7 +40,7 @@ export interface AppDeps {
 }
 
 /** The REST API's route table (below BASE_PATH). */
-export function apiRoutes({ services, db }: Pick<AppDeps, 'services' | 'db'>, basePath: string): RouteSpec[] {
+export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: string): RouteSpec[] {
   return [
     ...userRoutes(services.users, basePath),
     ...tokenRoutes(services.tokens, basePath),
@@ -81,8 +81,11 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
     ctx.body = { status: 'ready' };
   });
   if (metrics) publicGet('/metrics', metrics.endpoint);
-  const api = apiRoutes({ services, db }, config.basePath);
-  const document = openApiDocument({ api, public: [...publicRoutes, { method: 'GET', path: '/openapi.json' }, { method: 'GET', path: '/docs' }], basePath: config.basePath }, { version: serviceVersion() });
+  const api = apiRoutes({ services }, config.basePath);
+  const document = openApiDocument(
+    { api, public: [...publicRoutes, { method: 'GET', path: '/openapi.json' }, { method: 'GET', path: '/docs' }], basePath: config.basePath },
+    { version: serviceVersion() },
+  );
   publicGet('/openapi.json', (ctx) => {
     ctx.body = document;
   });

@@ -66,9 +66,11 @@ export function parseKey(name: string, raw: string | undefined): Buffer | undefi
   const text = raw?.trim();
   if (!text) return undefined;
   const hint = `generate one with: openssl rand -base64 ${KEY_BYTES}`;
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64, and it has characters that are not base64 (${hint})`);
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text))
+    throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64, and it has characters that are not base64 (${hint})`);
   const key = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  if (key.length !== KEY_BYTES) throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64 (44 characters), but it decodes to ${key.length} bytes (${hint})`);
+  if (key.length !== KEY_BYTES)
+    throw new ConfigError(`${name} must be ${KEY_BYTES} bytes in base64 (44 characters), but it decodes to ${key.length} bytes (${hint})`);
   return key;
 }
 
@@ -108,7 +110,10 @@ function corsOrigins(raw: string | undefined): Config['corsOrigins'] {
   const trimmed = (raw ?? '').trim();
   if (trimmed === '') return null;
   if (trimmed === '*') return '*';
-  const origins = trimmed.split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = trimmed
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let parsed: URL | undefined;
     try {
@@ -172,7 +177,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const tokenKey = parseKey('TOKEN_KEY', env.TOKEN_KEY);
   const tokenKeyPrevious = parseKey('TOKEN_KEY_PREVIOUS', env.TOKEN_KEY_PREVIOUS);
   if (databaseUrl && !tokenKey) {
-    throw new ConfigError(`TOKEN_KEY is required with DATABASE_URL: the key that encrypts the tokens at rest, ${KEY_BYTES} bytes in base64 (generate one with: openssl rand -base64 ${KEY_BYTES}); keep it out of the database and its backups`);
+    throw new ConfigError(
+      `TOKEN_KEY is required with DATABASE_URL: the key that encrypts the tokens at rest, ${KEY_BYTES} bytes in base64 (generate one with: openssl rand -base64 ${KEY_BYTES}); keep it out of the database and its backups`,
+    );
   }
   const workerCount = workers(env.WORKERS);
   // The embedded database lives in one process: several workers need a PostgreSQL server.

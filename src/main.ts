@@ -64,9 +64,7 @@ async function main(): Promise<void> {
   service = await startService(config, log, { stopRequested: () => signalled });
   if (service.firstToken) {
     // Printed once, on stdout, and never logged: it is the only way in on a new database.
-    process.stdout.write(
-      `\nNo token existed, so a first one with scope "*" was created. Keep it; it is not shown again:\n\n  ${service.firstToken}\n\n`,
-    );
+    process.stdout.write(`\nNo token existed, so a first one with scope "*" was created. Keep it; it is not shown again:\n\n  ${service.firstToken}\n\n`);
   }
   // With WORKERS=n the primary says it once, for the group.
   if (!isWorker()) process.stdout.write(`User and token service listening on ${service.url} (${service.db.kind} database)\n`);

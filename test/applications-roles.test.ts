@@ -51,14 +51,10 @@ describe.each(KINDS)('/$resource/', ({ resource, table, linkTable, linkColumn })
     return { total: Number(res.headers.get('x-total-count')), ids: (res.body as { id: number }[]).map((r) => r.id) };
   };
 
-  const count = async () =>
-    (await svc.sql<{ n: number }>(`select count(*)::int as n from ${table}`))[0].n;
+  const count = async () => (await svc.sql<{ n: number }>(`select count(*)::int as n from ${table}`))[0].n;
 
   const row = async (id: number) =>
-    (await svc.sql<{ name: string; deleted: boolean }>(
-      `select name, deleted_at is not null as deleted from ${table} where id = ?`,
-      [id],
-    ))[0];
+    (await svc.sql<{ name: string; deleted: boolean }>(`select name, deleted_at is not null as deleted from ${table} where id = ?`, [id]))[0];
 
   describe('POST', () => {
     test('creates: 201, Location, the new id as a bare number; fields outside the writable set are ignored', async () => {
@@ -517,10 +513,9 @@ describe.each(KINDS)('/$resource/', ({ resource, table, linkTable, linkColumn })
       // Linking the deleted record again is refused, and nothing is revived.
       const relink = await svc.request('POST', `/user/${user.body}/${resource}/`, { body: [doomed.id] });
       expect(relink.status).toBe(400);
-      const [{ live }] = await svc.sql<{ live: number }>(
-        `select count(*)::int as live from ${linkTable} where ${linkColumn} = ? and deleted_at is null`,
-        [doomed.id],
-      );
+      const [{ live }] = await svc.sql<{ live: number }>(`select count(*)::int as live from ${linkTable} where ${linkColumn} = ? and deleted_at is null`, [
+        doomed.id,
+      ]);
       expect(live).toBe(0);
     });
   });

@@ -96,7 +96,10 @@ test('a refused or rolled-back write leaves no event; a link call creating two l
   expect((await svc.request('POST', `/user/${user}/application/`, { body: [apps[0], 987654321] })).status).toBe(400); // unknown id: nothing linked
   expect((await svc.request('POST', '/application/', { body: { name: (await svc.request('GET', `/application/${apps[0]}`)).body.name } })).status).toBe(409);
   // A GraphQL mutation whose second field fails rolls back the first, and its event.
-  const gql = await svc.graphql(`mutation($id: ID!) { a: patchUser(id: $id, input: { status: 9 }) { id } b: patchUser(id: "987654321", input: { status: 1 }) { id } }`, { id: String(user) });
+  const gql = await svc.graphql(
+    `mutation($id: ID!) { a: patchUser(id: $id, input: { status: 9 }) { id } b: patchUser(id: "987654321", input: { status: 1 }) { id } }`,
+    { id: String(user) },
+  );
   expect(gql.body.data).toBeNull();
   expect(await eventsSince(start)).toEqual([]);
   expect((await svc.request('POST', `/user/${user}/application/`, { body: apps })).body).toBe(2);
@@ -105,7 +108,9 @@ test('a refused or rolled-back write leaves no event; a link call creating two l
 
 test('concurrent writes each get their own event', async () => {
   const start = await lastEventId();
-  const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => svc.request('POST', '/user/', { body: { firstName: 'Con', lastName: `Current ${i}` } }).then((r) => r.body)));
+  const ids = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => svc.request('POST', '/user/', { body: { firstName: 'Con', lastName: `Current ${i}` } }).then((r) => r.body)),
+  );
   const events = await eventsSince(start);
   expect(events.map((e) => e.recordID).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
   expect(new Set(events.map((e) => e.requestId)).size).toBe(8);
@@ -127,7 +132,11 @@ test('reading needs audit:read; GraphQL auditEvents answers the same events; the
   const rest = await svc.request('GET', '/audit/?orderBy=-id&pageSize=3', { token: auditor });
   expect(rest.status).toBe(200);
   expect(Number(rest.headers.get('x-total-count'))).toBeGreaterThan(10);
-  const gql = await svc.graphql('{ auditEvents(orderBy: [{ id: DESC }], pageSize: 3) { total data { id action resource recordID changes } } }', {}, { token: auditor });
+  const gql = await svc.graphql(
+    '{ auditEvents(orderBy: [{ id: DESC }], pageSize: 3) { total data { id action resource recordID changes } } }',
+    {},
+    { token: auditor },
+  );
   expect(gql.body.data.auditEvents.data.map((e: { id: string }) => Number(e.id))).toEqual(rest.body.map((e: Event) => e.id));
   expect(gql.body.data.auditEvents.data[0].changes).toEqual(rest.body[0].changes);
   expect((await svc.graphql('{ auditEvents { total } }', {}, { token: reader })).body.errors[0].extensions.code).toBe('FORBIDDEN');

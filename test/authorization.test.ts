@@ -63,12 +63,20 @@ const ROUTES: Route[] = [
   // tokens
   { method: 'GET', path: '/token/', permission: 'token:read', success: 200, answer: LIST },
   {
-    method: 'POST', path: '/token/', permission: 'token:write', success: 201, answer: NEW_ID,
+    method: 'POST',
+    path: '/token/',
+    permission: 'token:write',
+    success: 201,
+    answer: NEW_ID,
     body: (f) => ({ userID: f.user, accessToken: uniq('posted') }),
   },
   { method: 'GET', path: '/token/{token}', permission: 'token:read', success: 200, answer: RECORD('token') },
   {
-    method: 'PUT', path: '/token/{token}', permission: 'token:write', success: 200, answer: 1,
+    method: 'PUT',
+    path: '/token/{token}',
+    permission: 'token:write',
+    success: 200,
+    answer: 1,
     body: (f) => ({ userID: f.user, accessToken: uniq('put') }),
   },
   { method: 'PATCH', path: '/token/{token}', permission: 'token:write', success: 200, answer: 1, body: () => ({ tokenType: 'bearer' }) },
@@ -94,7 +102,10 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/user/{user}/application/', permission: 'user:write', success: 201, answer: 0, body: (f) => [f.application] },
   { method: 'DELETE', path: '/user/{user}/application/', permission: 'user:write', success: 200, answer: 1, body: (f) => [f.application] },
   {
-    method: 'GET', path: '/user/{user}/application/{application}', permission: 'user:read', success: 200,
+    method: 'GET',
+    path: '/user/{user}/application/{application}',
+    permission: 'user:read',
+    success: 200,
     answer: (f: Fixture) => ({ userID: f.user, applicationID: f.application, right: 0, createdAt: expect.any(String), updatedAt: expect.any(String) }),
   },
   { method: 'PUT', path: '/user/{user}/application/{application}', permission: 'user:write', success: 200, answer: 1, body: () => ({ right: 5 }) },
@@ -103,23 +114,16 @@ const ROUTES: Route[] = [
   { method: 'DELETE', path: '/user/{user}/role/', permission: 'user:write', success: 200, answer: 1, body: (f) => [f.role] },
 ];
 
-const PERMISSIONS: Permission[] = [
-  'user:read', 'user:write', 'token:read', 'token:write', 'application:read', 'application:write', 'role:read', 'role:write',
-];
+const PERMISSIONS: Permission[] = ['user:read', 'user:write', 'token:read', 'token:write', 'application:read', 'application:write', 'role:read', 'role:write'];
 const RESOURCES = ['user', 'token', 'application', 'role'] as const;
 
 const ABSENT_ID = 987654321;
 const ABSENT: Fixture = { user: ABSENT_ID, token: ABSENT_ID, application: ABSENT_ID, role: ABSENT_ID };
 
-const pathOf = (route: Route, f: Fixture) =>
-  route.path.replace(/\{(user|token|application|role)\}/g, (_, key: keyof Fixture) => String(f[key]));
+const pathOf = (route: Route, f: Fixture) => route.path.replace(/\{(user|token|application|role)\}/g, (_, key: keyof Fixture) => String(f[key]));
 
 /** A well-formed call of the route on the fixture. */
-const validCall = (route: Route, f: Fixture): [string, string, RequestOptions] => [
-  route.method,
-  pathOf(route, f),
-  route.body ? { body: route.body(f) } : {},
-];
+const validCall = (route: Route, f: Fixture): [string, string, RequestOptions] => [route.method, pathOf(route, f), route.body ? { body: route.body(f) } : {}];
 
 /**
  * A call that is wrong in every other way the route allows: ids of absent records, a body that is
@@ -131,11 +135,7 @@ const faultyCall = (route: Route, unparseable: boolean): [string, string, Reques
   let path = pathOf(route, ABSENT);
   if (route.method === 'GET' && path.endsWith('/')) path += '?pageSize=ten&filter=(nonsense';
   const options: RequestOptions =
-    route.method === 'GET'
-      ? {}
-      : unparseable
-        ? { rawBody: '{"oops', headers: { 'Content-Type': 'application/json' } }
-        : { body: 'not the right shape' };
+    route.method === 'GET' ? {} : unparseable ? { rawBody: '{"oops', headers: { 'Content-Type': 'application/json' } } : { body: 'not the right shape' };
   return [route.method, path, options];
 };
 
@@ -346,10 +346,7 @@ describe('401 for every route and every bad credential; nothing is written', () 
  */
 function lackingScopes(needed: Permission): string[] {
   const [resource, action] = needed.split(':');
-  const everythingElse = [
-    ...PERMISSIONS.filter((p) => p !== needed),
-    ...RESOURCES.filter((r) => r !== resource).map((r) => `${r}:*`),
-  ].join(' ');
+  const everythingElse = [...PERMISSIONS.filter((p) => p !== needed), ...RESOURCES.filter((r) => r !== resource).map((r) => `${r}:*`)].join(' ');
   return [
     everythingElse,
     '',
@@ -436,8 +433,7 @@ describe('a token holding the permission passes authorization', () => {
       const sibling = `${resource}:${action === 'read' ? 'write' : 'read'}`;
       const res = await send(validCall(route, fixture), `Bearer ${await tokenFor(sibling)}`);
       const label = `${sibling} on ${routeName(route)}`;
-      expect({ label, status: res.status, www: res.headers.get('www-authenticate') })
-        .toEqual({ label, status: 403, www: insufficientScope(route.permission) });
+      expect({ label, status: res.status, www: res.headers.get('www-authenticate') }).toEqual({ label, status: 403, www: insufficientScope(route.permission) });
     }
   });
 

@@ -46,9 +46,7 @@ test('a preflight needs no token: 204 with the path methods, the allowed headers
   expect(res.status).toBe(204);
   expect(res.headers.get('access-control-allow-origin')).toBe(APP);
   expect(res.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS', 'POST']);
-  expect(res.headers.get('access-control-allow-headers')).toBe(
-    'Authorization,Content-Type,Accept,Attrs,Prefer,X-Client,X-Request-Id,apollo-require-preflight',
-  );
+  expect(res.headers.get('access-control-allow-headers')).toBe('Authorization,Content-Type,Accept,Attrs,Prefer,X-Client,X-Request-Id,apollo-require-preflight');
   expect(res.headers.get('access-control-max-age')).toBe('86400');
   const item = await svc.request('OPTIONS', '/user/7', { token: null, headers: { Origin: APP, 'Access-Control-Request-Method': 'PATCH' } });
   expect(item.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'PUT']);
@@ -66,7 +64,10 @@ test('an origin not on the list gets no CORS headers (the browser blocks it); a 
   const res = await svc.request('GET', '/user/', { headers: { Origin: 'https://evil.example' } });
   expect(res.status).toBe(200);
   expect(res.headers.get('access-control-allow-origin')).toBeNull();
-  const preflight = await svc.request('OPTIONS', '/user/', { token: null, headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST' } });
+  const preflight = await svc.request('OPTIONS', '/user/', {
+    token: null,
+    headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST' },
+  });
   expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
   expect(preflight.headers.get('access-control-allow-methods')).toBeNull();
   const plain = await svc.request('OPTIONS', '/user/', { token: null });

@@ -134,7 +134,7 @@ function parseAnswers(data: Buffer): RawAnswer[] {
       bodyStart += length;
     }
     const text = body.toString('utf8');
-    let parsed: unknown = null;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
@@ -154,7 +154,9 @@ function requestText(method: string, path: string, options: { token?: string; bo
     headers['Content-Length'] = String(Buffer.byteLength(options.body));
   }
   Object.assign(headers, options.headers);
-  return `${method} ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${options.body ?? ''}`;
+  return `${method} ${path} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n${options.body ?? ''}`;
 }
 
 const newUser = async (firstName: string): Promise<number> => {

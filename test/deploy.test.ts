@@ -18,7 +18,8 @@ const SETTINGS = new Set([...read('src/config.ts').matchAll(/env\.([A-Z_]+)|env,
 const PROBES = ['/healthz', '/readyz'];
 
 test('the settings the service reads are found (the checks below compare against them)', () => {
-  for (const name of ['DATABASE_URL', 'DATABASE_READ_URLS', 'TOKEN_KEY', 'MIGRATE', 'WORKERS', 'SHUTDOWN_DRAIN_MS', 'NODE_ENV', 'PORT', 'HOST']) expect(SETTINGS).toContain(name);
+  for (const name of ['DATABASE_URL', 'DATABASE_READ_URLS', 'TOKEN_KEY', 'MIGRATE', 'WORKERS', 'SHUTDOWN_DRAIN_MS', 'NODE_ENV', 'PORT', 'HOST'])
+    expect(SETTINGS).toContain(name);
   for (const path of PROBES) expect(read('src/app.ts')).toContain(`publicGet('${path}'`);
 });
 
@@ -49,7 +50,9 @@ describe('Dockerfile', () => {
 });
 
 describe('compose.yaml', () => {
-  const compose = parseYaml(read('compose.yaml'), { merge: true }) as { services: Record<string, { environment?: Record<string, string>; volumes?: string[]; build?: string }> };
+  const compose = parseYaml(read('compose.yaml'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string>; volumes?: string[]; build?: string }>;
+  };
 
   test('a primary, a replica made from it, two instances of the service and a balancer', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['app1', 'app2', 'balancer', 'primary', 'replica']);

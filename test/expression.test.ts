@@ -329,7 +329,14 @@ describe('properties', () => {
     const make = (depth = 1): [Record<string, unknown>, string] => {
       const kind = depth >= LIST_LIMITS.maxDepth ? 'condition' : pick(['condition', 'condition', 'and', 'or', 'not']);
       if (kind === 'condition') {
-        const [op, jsonOp] = pick([['eq', 'eq'], ['ne', 'ne'], ['gt', 'gt'], ['ge', 'gte'], ['lt', 'lt'], ['le', 'lte']]);
+        const [op, jsonOp] = pick([
+          ['eq', 'eq'],
+          ['ne', 'ne'],
+          ['gt', 'gt'],
+          ['ge', 'gte'],
+          ['lt', 'lt'],
+          ['le', 'lte'],
+        ]);
         const [value, text] = pick<[unknown, string]>([
           [Math.floor(random() * 2000) - 1000, ''],
           [-12.5, '-12.5'],
@@ -372,8 +379,39 @@ describe('properties', () => {
   test('random token soup never throws', () => {
     const random = prng(20240601);
     const pieces = [
-      'status', 'FirstName', 'x', '__proto__', 'eq', 'NE', 'gt', 'ge', 'lt', 'Le', '==', 'and', 'OR', 'not', 'Not',
-      '(', ')', '((', '))', "'", '"', "'a''b'", '"q"', "''", '1', '-2.5', '1e999', '007', 'null', 'TRUE', 'false', 'é', '\u{1F600}',
+      'status',
+      'FirstName',
+      'x',
+      '__proto__',
+      'eq',
+      'NE',
+      'gt',
+      'ge',
+      'lt',
+      'Le',
+      '==',
+      'and',
+      'OR',
+      'not',
+      'Not',
+      '(',
+      ')',
+      '((',
+      '))',
+      "'",
+      '"',
+      "'a''b'",
+      '"q"',
+      "''",
+      '1',
+      '-2.5',
+      '1e999',
+      '007',
+      'null',
+      'TRUE',
+      'false',
+      'é',
+      '\u{1F600}',
     ];
     const separators = [' ', ' ', ' ', '', '\t', '\n'];
     const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];

@@ -25,7 +25,12 @@ afterAll(async () => {
 const apolloClient = (token: string) =>
   new ApolloClient({ link: new HttpLink({ uri: url, headers: { Authorization: `Bearer ${token}` } }), cache: new InMemoryCache() });
 const urqlClient = (token: string) =>
-  new Client({ url, exchanges: [cacheExchange, fetchExchange], preferGetMethod: true, fetchOptions: () => ({ headers: { Authorization: `Bearer ${token}` } }) });
+  new Client({
+    url,
+    exchanges: [cacheExchange, fetchExchange],
+    preferGetMethod: true,
+    fetchOptions: () => ({ headers: { Authorization: `Bearer ${token}` } }),
+  });
 const requestClient = (token: string) => new GraphQLClient(url, { headers: { Authorization: `Bearer ${token}` } });
 // ------------------------------------------------------------------------------------------------
 
@@ -39,7 +44,12 @@ describe('Apollo Client', () => {
     expect(data).toEqual({ viewer: { __typename: 'Token', scope: '*' } });
   });
   test('a 401 arrives as CombinedGraphQLErrors with code UNAUTHENTICATED (not a bare ServerError)', async () => {
-    const error = await apolloClient('not-a-token').query({ query: gql(VIEWER) }).then(() => null, (e: unknown) => e);
+    const error = await apolloClient('not-a-token')
+      .query({ query: gql(VIEWER) })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(CombinedGraphQLErrors.is(error)).toBe(true);
     expect((error as CombinedGraphQLErrors).errors[0].extensions).toMatchObject({ code: 'UNAUTHENTICATED' });
   });
@@ -74,20 +84,33 @@ describe('graphql-request', () => {
     expect(await requestClient(svc.adminToken).request(VIEWER)).toEqual({ viewer: { scope: '*' } });
   });
   test('a 401 throws a ClientError with the status and the code', async () => {
-    const error = await requestClient('not-a-token').request(VIEWER).then(() => null, (e: unknown) => e);
+    const error = await requestClient('not-a-token')
+      .request(VIEWER)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(ClientError);
     expect((error as ClientError).response.status).toBe(401);
     expect((error as ClientError).response.errors?.[0].extensions).toMatchObject({ code: 'UNAUTHENTICATED' });
   });
   test('a FORBIDDEN field throws a ClientError carrying the partial data', async () => {
-    const error = (await requestClient(userReader).request(MIXED).then(() => null, (e: unknown) => e)) as ClientError;
+    const error = (await requestClient(userReader)
+      .request(MIXED)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      )) as ClientError;
     expect(error.response.data).toMatchObject({ users: { total: expect.any(Number) }, token: null });
     expect(error.response.errors?.[0]).toMatchObject({ path: ['token'], extensions: { code: 'FORBIDDEN' } });
   });
 });
 
 test("docs/graphql.md's GraphQL Code Generator config maps every custom scalar of the schema", async () => {
-  const [readme, schema] = await Promise.all([readFile(new URL('../docs/graphql.md', import.meta.url), 'utf8'), readFile(new URL('../schema.graphql', import.meta.url), 'utf8')]);
+  const [readme, schema] = await Promise.all([
+    readFile(new URL('../docs/graphql.md', import.meta.url), 'utf8'),
+    readFile(new URL('../schema.graphql', import.meta.url), 'utf8'),
+  ]);
   const config = /```ts\n(\/\/ codegen\.ts[\s\S]*?)```/.exec(readme)?.[1] ?? '';
   const scalars = [...schema.matchAll(/^scalar (\w+)/gm)].map((m) => m[1]);
   expect(scalars.length).toBeGreaterThan(0);

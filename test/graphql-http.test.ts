@@ -197,7 +197,11 @@ describe('errors', () => {
       ['{ users(filter: { ref: { eq: "SECRETVAL" } }) { total } }', 'filter.ref.eq', /^SafeInt cannot represent non-integer value\.$/],
       ['{ users(orderBy: [{ lastName: SECRETENUM }]) { total } }', 'orderBy[0].lastName', /^the value is not one of the SortDirection values\.$/],
       ['{ users(filter: { createdAt: { gt: "SECRET-DATE" } }) { total } }', 'filter.createdAt.gt', /^DateTime /],
-      ['mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109876543) { right } }', 'right', /^SafeInt cannot represent unsafe integer value\.$/],
+      [
+        'mutation { updateUserApplication(id: 1, applicationID: 1, right: 98765432109876543) { right } }',
+        'right',
+        /^SafeInt cannot represent unsafe integer value\.$/,
+      ],
     ];
     // Nor in a syntax error, which names the token it stopped at, nor in a variable's default value.
     for (const query of [
@@ -216,7 +220,10 @@ describe('errors', () => {
       const res = await svc.graphql(query);
       const error = res.body.errors[0];
       expect({ status: res.status, field: error.extensions.field, message: error.message, detail: error.extensions.details[0].message }).toEqual({
-        status: 400, field, message: expect.stringMatching(message), detail: error.message,
+        status: 400,
+        field,
+        message: expect.stringMatching(message),
+        detail: error.message,
       });
       expect(res.text).not.toMatch(/SECRET|12345678901|98765432109/);
     }
@@ -239,7 +246,10 @@ describe('errors', () => {
       await svc.graphql('', undefined, { rawBody: '{"query": "{ viewer { id } }", "variables": [1]}' }),
       await svc.graphql('', undefined, { rawBody: '[{"query": "{ viewer { id } }"}]' }),
     ];
-    for (const url of [`/graphql?query=${encodeURIComponent('{ viewer { id } }')}&variables=%7Bbad`, `/graphql?query=${encodeURIComponent('{ viewer { id } }')}&extensions=%5B`]) {
+    for (const url of [
+      `/graphql?query=${encodeURIComponent('{ viewer { id } }')}&variables=%7Bbad`,
+      `/graphql?query=${encodeURIComponent('{ viewer { id } }')}&extensions=%5B`,
+    ]) {
       const response = await fetch(svc.url + url, { headers: H });
       replies.push({ status: response.status, headers: response.headers, body: await response.json(), text: '' });
     }
@@ -257,7 +267,10 @@ describe('errors', () => {
 
   test('persisted queries are not offered: a clear PERSISTED_QUERY_NOT_SUPPORTED, nothing logged as an error', async () => {
     const before = svc.logLines.length;
-    for (const persistedQuery of [{ version: 1, sha256Hash: 'abc' }, { version: 2, sha256Hash: 'abc' }]) {
+    for (const persistedQuery of [
+      { version: 1, sha256Hash: 'abc' },
+      { version: 2, sha256Hash: 'abc' },
+    ]) {
       const res = await post(JSON.stringify({ query: '{ users { total } }', extensions: { persistedQuery } }));
       expect(res.status).toBeLessThan(500);
       expect(res.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_SUPPORTED');
@@ -273,7 +286,9 @@ describe('values the database would refuse are BAD_USER_INPUT', () => {
   });
 
   test('dates outside the years 0001–9999 (UTC), in inputs, variables and filters', async () => {
-    const literal = await failure(`mutation { createToken(input: { userID: ${userID}, accessToken: "${uniq('t')}", expireAt: "0000-01-01T00:00:00Z" }) { id } }`);
+    const literal = await failure(
+      `mutation { createToken(input: { userID: ${userID}, accessToken: "${uniq('t')}", expireAt: "0000-01-01T00:00:00Z" }) { id } }`,
+    );
     expect(literal).toMatchObject({ status: 400, error: { extensions: { code: 'BAD_USER_INPUT', field: 'input.expireAt' } } });
     const variable = await failure('mutation($e: DateTime) { createToken(input: { userID: 1, accessToken: "x", expireAt: $e }) { id } }', {
       e: '9999-12-31T23:59:59-23:59',
@@ -344,7 +359,10 @@ describe('the links of a user filter and sort on the link’s own dates', () => 
     const linkedAt: string[] = [];
     for (const app of [...made].reverse()) {
       await gql(`mutation { linkUserApplications(id: ${createUser.id}, applicationIDs: [${app}]) }`);
-      const [row] = await svc.sql<{ created_at: string | Date }>('select created_at from user_applications where user_id = ? and application_id = ?', [createUser.id, app]);
+      const [row] = await svc.sql<{ created_at: string | Date }>('select created_at from user_applications where user_id = ? and application_id = ?', [
+        createUser.id,
+        app,
+      ]);
       linkedAt.push(new Date(row.created_at).toISOString());
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -411,8 +429,7 @@ describe('limits count what runs, fragments expanded', () => {
 });
 
 describe('the root fields of one mutation succeed or fail together', () => {
-  const usersNamed = async (lastName: string) =>
-    (await svc.sql<{ n: string }>('select count(*) as n from users where last_name = ?', [lastName]))[0].n;
+  const usersNamed = async (lastName: string) => (await svc.sql<{ n: string }>('select count(*) as n from users where last_name = ?', [lastName]))[0].n;
 
   test('a later field that fails undoes the earlier ones; data is null', async () => {
     const name = uniq('atomic');
@@ -463,7 +480,9 @@ describe('the root fields of one mutation succeed or fail together', () => {
   test('an error in a nested field of a result does not undo the write', async () => {
     const writer = await svc.tokenWith('user:write user:read');
     const name = uniq('nested');
-    const res = await svc.graphql(`mutation { createUser(input: { firstName: "N", lastName: "${name}" }) { id tokens { total } } }`, undefined, { token: writer });
+    const res = await svc.graphql(`mutation { createUser(input: { firstName: "N", lastName: "${name}" }) { id tokens { total } } }`, undefined, {
+      token: writer,
+    });
     expect(res.body.data.createUser).toMatchObject({ id: expect.any(String), tokens: null });
     expect(res.body.errors[0]).toMatchObject({ path: ['createUser', 'tokens'], extensions: { code: 'FORBIDDEN' } });
     expect(Number(await usersNamed(name))).toBe(1);
@@ -473,7 +492,9 @@ describe('the root fields of one mutation succeed or fail together', () => {
     const started = Date.now();
     const replies = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        svc.graphql(`mutation { createUser(input: { firstName: "Busy", lastName: "${uniq(`busy${i}`)}" }) { id tokens { total } roles { total } applications { total } } }`),
+        svc.graphql(
+          `mutation { createUser(input: { firstName: "Busy", lastName: "${uniq(`busy${i}`)}" }) { id tokens { total } roles { total } applications { total } } }`,
+        ),
       ),
     );
     expect(replies.map((r) => [r.status, r.body.errors])).toEqual(Array(12).fill([200, undefined]));

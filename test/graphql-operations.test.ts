@@ -201,7 +201,12 @@ describe('users', () => {
   test('updateUser with a bad field: BAD_USER_INPUT naming it; the record is unchanged', async () => {
     const user = await gqlUser();
     await changesNothing(() =>
-      fail(`mutation($id: ID!) { updateUser(id: $id, input: {firstName: "A", lastName: "${'z'.repeat(256)}"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'input.lastName'),
+      fail(
+        `mutation($id: ID!) { updateUser(id: $id, input: {firstName: "A", lastName: "${'z'.repeat(256)}"}) { id } }`,
+        { id: user.id },
+        'BAD_USER_INPUT',
+        'input.lastName',
+      ),
     );
   });
 
@@ -249,7 +254,9 @@ describe('users', () => {
     const { applyUserID: reserved } = await run('mutation { applyUserID }');
     const posted = await svc.request('POST', '/user/', { body: { id: Number(reserved), firstName: 'Posted', lastName: 'With Id' } });
     expect({ status: posted.status, body: posted.body, location: posted.headers.get('location') }).toEqual({
-      status: 201, body: Number(reserved), location: `/user/${reserved}`,
+      status: 201,
+      body: Number(reserved),
+      location: `/user/${reserved}`,
     });
     expect((await run(GET_USER, { id: reserved })).user).toMatchObject({ id: reserved, firstName: 'Posted', lastName: 'With Id' });
   });
@@ -286,10 +293,20 @@ describe('users', () => {
   test('patchUser: null on firstName (not nullable) is BAD_USER_INPUT naming firstName; nothing changes', async () => {
     const user = await gqlUser();
     await changesNothing(() =>
-      fail(`mutation($id: ID!) { patchUser(id: $id, input: {firstName: null, lastName: "Changed"}) { id } }`, { id: user.id }, 'BAD_USER_INPUT', 'input.firstName'),
+      fail(
+        `mutation($id: ID!) { patchUser(id: $id, input: {firstName: null, lastName: "Changed"}) { id } }`,
+        { id: user.id },
+        'BAD_USER_INPUT',
+        'input.firstName',
+      ),
     );
     await changesNothing(() =>
-      fail(`mutation($id: ID!, $input: UserPatch!) { patchUser(id: $id, input: $input) { id } }`, { id: user.id, input: { status: null } }, 'BAD_USER_INPUT', 'input.status'),
+      fail(
+        `mutation($id: ID!, $input: UserPatch!) { patchUser(id: $id, input: $input) { id } }`,
+        { id: user.id, input: { status: null } },
+        'BAD_USER_INPUT',
+        'input.status',
+      ),
     );
     expect((await run(GET_USER, { id: user.id })).user).toEqual(user);
   });
@@ -465,7 +482,9 @@ describe('users: filters, orderBy and pages', () => {
     for (const variables of [{ s: 1.5 }, { p: '2' }]) {
       const res = await svc.graphql(LIST, variables);
       expect({ status: res.status, code: res.body.errors?.[0]?.extensions?.code, data: res.body.data }).toEqual({
-        status: 400, code: 'BAD_USER_INPUT', data: undefined,
+        status: 400,
+        code: 'BAD_USER_INPUT',
+        data: undefined,
       });
     }
   });
@@ -581,7 +600,16 @@ describe('tokens', () => {
   test('updateToken replaces every writable field and bumps version; REST agrees', async () => {
     const other = await gqlUser();
     const { createToken } = await run(CREATE_TOKEN, {
-      input: { userID: owner.id, accessToken: fresh('u'), refreshToken: 'r', scope: 's', code: 'c', codeChallenge: 'cc', tokenType: 't', expireAt: '2030-01-01T00:00:00Z' },
+      input: {
+        userID: owner.id,
+        accessToken: fresh('u'),
+        refreshToken: 'r',
+        scope: 's',
+        code: 'c',
+        codeChallenge: 'cc',
+        tokenType: 't',
+        expireAt: '2030-01-01T00:00:00Z',
+      },
     });
     const accessToken = fresh('u2');
     const { updateToken } = await run(`mutation($id: ID!, $input: TokenInput!) { updateToken(id: $id, input: $input) { ${TOKEN} } }`, {
@@ -719,7 +747,12 @@ describe('tokens', () => {
       data: [{ id: made[0].id, accessToken: `${tag}-c` }],
     });
     // pageSize above 1000 is read as 1000 (SPEC §5).
-    expect(await list({ f: mine, o: [{ scope: 'DESC' }], s: 1001 })).toEqual({ total: 3, page: 1, pageSize: 1000, data: [1, 2, 0].map((n) => ({ id: made[n].id, accessToken: made[n].accessToken })) });
+    expect(await list({ f: mine, o: [{ scope: 'DESC' }], s: 1001 })).toEqual({
+      total: 3,
+      page: 1,
+      pageSize: 1000,
+      data: [1, 2, 0].map((n) => ({ id: made[n].id, accessToken: made[n].accessToken })),
+    });
     await fail(LIST, { f: mine, o: [{ scope: 'ASC', id: 'ASC' }] }, 'BAD_USER_INPUT');
     // accessToken is stored encrypted (SPEC §9): matched by equality, never sorted.
     const unsortable = await svc.graphql(LIST, { f: mine, o: [{ accessToken: 'ASC' }] });
@@ -874,7 +907,9 @@ describe('links', () => {
     expect(rest.headers.get('x-total-count')).toBe('3');
     expect(rest.body).toEqual([a, b, c].map((app) => ({ ...restNamed(app), right: 0 })));
     // right is a bigint column (SPEC §4), read here as text.
-    const rows = await svc.sql('select application_id::text as app, "right"::text as right, deleted_at from user_applications where user_id = ? order by 1', [user.id]);
+    const rows = await svc.sql('select application_id::text as app, "right"::text as right, deleted_at from user_applications where user_id = ? order by 1', [
+      user.id,
+    ]);
     expect(rows).toEqual([a, b, c].map((app) => ({ app: app.id, right: '0', deleted_at: null })));
   });
 
@@ -1023,7 +1058,12 @@ describe('links', () => {
     ]);
 
     // pageSize above 1000 is read as 1000, page below 1 as 1 (SPEC §5).
-    expect(await page({ p: 0, s: 1001 })).toMatchObject({ total: 3, page: 1, pageSize: 1000, data: idsOf(0, 1, 2).map((applicationID) => ({ applicationID })) });
+    expect(await page({ p: 0, s: 1001 })).toMatchObject({
+      total: 3,
+      page: 1,
+      pageSize: 1000,
+      data: idsOf(0, 1, 2).map((applicationID) => ({ applicationID })),
+    });
     await fail(USER_APPS, { id: user.id, o: [{ name: 'ASC', right: 'ASC' }] }, 'BAD_USER_INPUT');
   });
 

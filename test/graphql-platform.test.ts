@@ -21,9 +21,7 @@ afterAll(async () => {
 
 const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
-const PERMISSIONS: Permission[] = [
-  'user:read', 'user:write', 'token:read', 'token:write', 'application:read', 'application:write', 'role:read', 'role:write',
-];
+const PERMISSIONS: Permission[] = ['user:read', 'user:write', 'token:read', 'token:write', 'application:read', 'application:write', 'role:read', 'role:write'];
 const RESOURCES = ['user', 'token', 'application', 'role'] as const;
 
 /** A GraphQL call that must succeed (no errors), as the admin. */
@@ -55,7 +53,7 @@ const snapshot = () => svc.snapshot();
 async function get(path: string, headers: Record<string, string> = {}, base = svc): Promise<Reply> {
   const response = await fetch(`${base.url}${path}`, { headers });
   const text = await response.text();
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
@@ -210,17 +208,65 @@ const OPERATIONS: Operation[] = [
   // queries
   { field: 'users', query: '{ users { total data { id } } }', variables: () => ({}), permission: 'user:read', expected: () => page },
   { field: 'auditEvents', query: '{ auditEvents { total data { id } } }', variables: () => ({}), permission: 'audit:read', expected: () => page },
-  { field: 'usersConnection', query: '{ usersConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'user:read', expected: () => connection },
-  { field: 'user', query: 'query($id: ID!) { user(id: $id) { id } }', variables: (f) => ({ id: f.user }), permission: 'user:read', expected: (f) => ({ id: String(f.user) }) },
+  {
+    field: 'usersConnection',
+    query: '{ usersConnection(first: 2) { totalCount edges { cursor } } }',
+    variables: () => ({}),
+    permission: 'user:read',
+    expected: () => connection,
+  },
+  {
+    field: 'user',
+    query: 'query($id: ID!) { user(id: $id) { id } }',
+    variables: (f) => ({ id: f.user }),
+    permission: 'user:read',
+    expected: (f) => ({ id: String(f.user) }),
+  },
   { field: 'tokens', query: '{ tokens { total data { id } } }', variables: () => ({}), permission: 'token:read', expected: () => page },
-  { field: 'tokensConnection', query: '{ tokensConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'token:read', expected: () => connection },
-  { field: 'token', query: 'query($id: ID!) { token(id: $id) { id scope } }', variables: (f) => ({ id: f.token }), permission: 'token:read', expected: (f) => ({ id: String(f.token), scope: 'openid profile' }) },
+  {
+    field: 'tokensConnection',
+    query: '{ tokensConnection(first: 2) { totalCount edges { cursor } } }',
+    variables: () => ({}),
+    permission: 'token:read',
+    expected: () => connection,
+  },
+  {
+    field: 'token',
+    query: 'query($id: ID!) { token(id: $id) { id scope } }',
+    variables: (f) => ({ id: f.token }),
+    permission: 'token:read',
+    expected: (f) => ({ id: String(f.token), scope: 'openid profile' }),
+  },
   { field: 'applications', query: '{ applications { total data { id } } }', variables: () => ({}), permission: 'application:read', expected: () => page },
-  { field: 'applicationsConnection', query: '{ applicationsConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'application:read', expected: () => connection },
-  { field: 'application', query: 'query($id: ID!) { application(id: $id) { id } }', variables: (f) => ({ id: f.application }), permission: 'application:read', expected: (f) => ({ id: String(f.application) }) },
+  {
+    field: 'applicationsConnection',
+    query: '{ applicationsConnection(first: 2) { totalCount edges { cursor } } }',
+    variables: () => ({}),
+    permission: 'application:read',
+    expected: () => connection,
+  },
+  {
+    field: 'application',
+    query: 'query($id: ID!) { application(id: $id) { id } }',
+    variables: (f) => ({ id: f.application }),
+    permission: 'application:read',
+    expected: (f) => ({ id: String(f.application) }),
+  },
   { field: 'roles', query: '{ roles { total data { id } } }', variables: () => ({}), permission: 'role:read', expected: () => page },
-  { field: 'rolesConnection', query: '{ rolesConnection(first: 2) { totalCount edges { cursor } } }', variables: () => ({}), permission: 'role:read', expected: () => connection },
-  { field: 'role', query: 'query($id: ID!) { role(id: $id) { id } }', variables: (f) => ({ id: f.role }), permission: 'role:read', expected: (f) => ({ id: String(f.role) }) },
+  {
+    field: 'rolesConnection',
+    query: '{ rolesConnection(first: 2) { totalCount edges { cursor } } }',
+    variables: () => ({}),
+    permission: 'role:read',
+    expected: () => connection,
+  },
+  {
+    field: 'role',
+    query: 'query($id: ID!) { role(id: $id) { id } }',
+    variables: (f) => ({ id: f.role }),
+    permission: 'role:read',
+    expected: (f) => ({ id: String(f.role) }),
+  },
   {
     field: 'userApplication',
     query: 'query($u: ID!, $a: ID!) { userApplication(userID: $u, applicationID: $a) { userID applicationID right } }',
@@ -231,61 +277,112 @@ const OPERATIONS: Operation[] = [
   { field: 'viewer', query: '{ viewer { id } }', variables: () => ({}), permission: null, expected: () => ({ id: expect.any(String) }) },
   // user mutations
   {
-    field: 'createUser', query: 'mutation { createUser(input: { firstName: "G", lastName: "Created" }) { lastName } }',
-    variables: () => ({}), permission: 'user:write', expected: () => ({ lastName: 'Created' }),
+    field: 'createUser',
+    query: 'mutation { createUser(input: { firstName: "G", lastName: "Created" }) { lastName } }',
+    variables: () => ({}),
+    permission: 'user:write',
+    expected: () => ({ lastName: 'Created' }),
   },
   {
-    field: 'updateUser', query: 'mutation($id: ID!) { updateUser(id: $id, input: { firstName: "U", lastName: "Updated" }) { id lastName } }',
-    variables: (f) => ({ id: f.user }), permission: 'user:write', expected: (f) => ({ id: String(f.user), lastName: 'Updated' }),
+    field: 'updateUser',
+    query: 'mutation($id: ID!) { updateUser(id: $id, input: { firstName: "U", lastName: "Updated" }) { id lastName } }',
+    variables: (f) => ({ id: f.user }),
+    permission: 'user:write',
+    expected: (f) => ({ id: String(f.user), lastName: 'Updated' }),
   },
   {
-    field: 'patchUser', query: 'mutation($id: ID!) { patchUser(id: $id, input: { lastName: "Patched" }) { id lastName } }',
-    variables: (f) => ({ id: f.user }), permission: 'user:write', expected: (f) => ({ id: String(f.user), lastName: 'Patched' }),
+    field: 'patchUser',
+    query: 'mutation($id: ID!) { patchUser(id: $id, input: { lastName: "Patched" }) { id lastName } }',
+    variables: (f) => ({ id: f.user }),
+    permission: 'user:write',
+    expected: (f) => ({ id: String(f.user), lastName: 'Patched' }),
   },
   {
-    field: 'updateUserStatus', query: 'mutation($id: ID!) { updateUserStatus(id: $id, status: 3) { id status } }',
-    variables: (f) => ({ id: f.user }), permission: 'user:write', expected: (f) => ({ id: String(f.user), status: 3 }),
+    field: 'updateUserStatus',
+    query: 'mutation($id: ID!) { updateUserStatus(id: $id, status: 3) { id status } }',
+    variables: (f) => ({ id: f.user }),
+    permission: 'user:write',
+    expected: (f) => ({ id: String(f.user), status: 3 }),
   },
-  { field: 'destroyUser', query: 'mutation($id: ID!) { destroyUser(id: $id) }', variables: (f) => ({ id: f.user }), permission: 'user:write', expected: () => true },
   {
-    field: 'restoreUser', query: 'mutation($id: ID!) { restoreUser(id: $id) { id deletedAt } }',
-    variables: (f) => ({ id: f.deleted.user }), permission: 'user:write', expected: (f) => ({ id: String(f.deleted.user), deletedAt: null }),
+    field: 'destroyUser',
+    query: 'mutation($id: ID!) { destroyUser(id: $id) }',
+    variables: (f) => ({ id: f.user }),
+    permission: 'user:write',
+    expected: () => true,
+  },
+  {
+    field: 'restoreUser',
+    query: 'mutation($id: ID!) { restoreUser(id: $id) { id deletedAt } }',
+    variables: (f) => ({ id: f.deleted.user }),
+    permission: 'user:write',
+    expected: (f) => ({ id: String(f.deleted.user), deletedAt: null }),
   },
   { field: 'applyUserID', query: 'mutation { applyUserID }', variables: () => ({}), permission: 'user:write', expected: () => expect.stringMatching(/^\d+$/) },
   {
-    field: 'linkUserApplications', query: 'mutation($id: ID!, $a: [ID!]!) { linkUserApplications(id: $id, applicationIDs: $a) }',
-    variables: (f) => ({ id: f.bareUser, a: [f.application] }), permission: 'user:write', expected: () => 1,
+    field: 'linkUserApplications',
+    query: 'mutation($id: ID!, $a: [ID!]!) { linkUserApplications(id: $id, applicationIDs: $a) }',
+    variables: (f) => ({ id: f.bareUser, a: [f.application] }),
+    permission: 'user:write',
+    expected: () => 1,
   },
   {
-    field: 'unlinkUserApplications', query: 'mutation($id: ID!, $a: [ID!]!) { unlinkUserApplications(id: $id, applicationIDs: $a) }',
-    variables: (f) => ({ id: f.user, a: [f.application] }), permission: 'user:write', expected: () => 1,
+    field: 'unlinkUserApplications',
+    query: 'mutation($id: ID!, $a: [ID!]!) { unlinkUserApplications(id: $id, applicationIDs: $a) }',
+    variables: (f) => ({ id: f.user, a: [f.application] }),
+    permission: 'user:write',
+    expected: () => 1,
   },
   {
-    field: 'updateUserApplication', query: 'mutation($id: ID!, $a: ID!) { updateUserApplication(id: $id, applicationID: $a, right: 5) { right } }',
-    variables: (f) => ({ id: f.user, a: f.application }), permission: 'user:write', expected: () => ({ right: 5 }),
+    field: 'updateUserApplication',
+    query: 'mutation($id: ID!, $a: ID!) { updateUserApplication(id: $id, applicationID: $a, right: 5) { right } }',
+    variables: (f) => ({ id: f.user, a: f.application }),
+    permission: 'user:write',
+    expected: () => ({ right: 5 }),
   },
   {
-    field: 'linkUserRoles', query: 'mutation($id: ID!, $r: [ID!]!) { linkUserRoles(id: $id, roleIDs: $r) }',
-    variables: (f) => ({ id: f.bareUser, r: [f.role] }), permission: 'user:write', expected: () => 1,
+    field: 'linkUserRoles',
+    query: 'mutation($id: ID!, $r: [ID!]!) { linkUserRoles(id: $id, roleIDs: $r) }',
+    variables: (f) => ({ id: f.bareUser, r: [f.role] }),
+    permission: 'user:write',
+    expected: () => 1,
   },
   {
-    field: 'unlinkUserRoles', query: 'mutation($id: ID!, $r: [ID!]!) { unlinkUserRoles(id: $id, roleIDs: $r) }',
-    variables: (f) => ({ id: f.user, r: [f.role] }), permission: 'user:write', expected: () => 1,
+    field: 'unlinkUserRoles',
+    query: 'mutation($id: ID!, $r: [ID!]!) { unlinkUserRoles(id: $id, roleIDs: $r) }',
+    variables: (f) => ({ id: f.user, r: [f.role] }),
+    permission: 'user:write',
+    expected: () => 1,
   },
   // token mutations
   {
-    field: 'createToken', query: 'mutation($u: ID!, $t: String!) { createToken(input: { userID: $u, accessToken: $t }) { userID } }',
-    variables: (f) => ({ u: f.user, t: uniq('created') }), permission: 'token:write', expected: (f) => ({ userID: String(f.user) }),
+    field: 'createToken',
+    query: 'mutation($u: ID!, $t: String!) { createToken(input: { userID: $u, accessToken: $t }) { userID } }',
+    variables: (f) => ({ u: f.user, t: uniq('created') }),
+    permission: 'token:write',
+    expected: (f) => ({ userID: String(f.user) }),
   },
   {
-    field: 'updateToken', query: 'mutation($id: ID!, $u: ID!, $t: String!) { updateToken(id: $id, input: { userID: $u, accessToken: $t }) { id userID } }',
-    variables: (f) => ({ id: f.token, u: f.user, t: uniq('updated') }), permission: 'token:write', expected: (f) => ({ id: String(f.token), userID: String(f.user) }),
+    field: 'updateToken',
+    query: 'mutation($id: ID!, $u: ID!, $t: String!) { updateToken(id: $id, input: { userID: $u, accessToken: $t }) { id userID } }',
+    variables: (f) => ({ id: f.token, u: f.user, t: uniq('updated') }),
+    permission: 'token:write',
+    expected: (f) => ({ id: String(f.token), userID: String(f.user) }),
   },
   {
-    field: 'patchToken', query: 'mutation($id: ID!) { patchToken(id: $id, input: { tokenType: "bearer" }) { id tokenType } }',
-    variables: (f) => ({ id: f.token }), permission: 'token:write', expected: (f) => ({ id: String(f.token), tokenType: 'bearer' }),
+    field: 'patchToken',
+    query: 'mutation($id: ID!) { patchToken(id: $id, input: { tokenType: "bearer" }) { id tokenType } }',
+    variables: (f) => ({ id: f.token }),
+    permission: 'token:write',
+    expected: (f) => ({ id: String(f.token), tokenType: 'bearer' }),
   },
-  { field: 'destroyToken', query: 'mutation($id: ID!) { destroyToken(id: $id) }', variables: (f) => ({ id: f.token }), permission: 'token:write', expected: () => true },
+  {
+    field: 'destroyToken',
+    query: 'mutation($id: ID!) { destroyToken(id: $id) }',
+    variables: (f) => ({ id: f.token }),
+    permission: 'token:write',
+    expected: () => true,
+  },
   {
     field: 'destroyTokens',
     query: 'mutation($id: ID!) { destroyTokens(filter: { id: { eq: $id } }) { revoked skipped } }',
@@ -294,31 +391,58 @@ const OPERATIONS: Operation[] = [
     expected: () => ({ revoked: 1, skipped: 0 }),
   },
   {
-    field: 'restoreToken', query: 'mutation($id: ID!) { restoreToken(id: $id) { id version } }',
-    variables: (f) => ({ id: f.deleted.token }), permission: 'token:write', expected: (f) => ({ id: String(f.deleted.token), version: '2' }),
+    field: 'restoreToken',
+    query: 'mutation($id: ID!) { restoreToken(id: $id) { id version } }',
+    variables: (f) => ({ id: f.deleted.token }),
+    permission: 'token:write',
+    expected: (f) => ({ id: String(f.deleted.token), version: '2' }),
   },
-  { field: 'applyTokenID', query: 'mutation { applyTokenID }', variables: () => ({}), permission: 'token:write', expected: () => expect.stringMatching(/^\d+$/) },
+  {
+    field: 'applyTokenID',
+    query: 'mutation { applyTokenID }',
+    variables: () => ({}),
+    permission: 'token:write',
+    expected: () => expect.stringMatching(/^\d+$/),
+  },
   // applications and roles
   ...(['Application', 'Role'] as const).flatMap((type): Operation[] => {
     const permission = `${type.toLowerCase()}:write` as Permission;
     const key = type === 'Application' ? 'application' : 'role';
     return [
       {
-        field: `create${type}`, query: `mutation($n: String!) { create${type}(input: { name: $n }) { name } }`,
-        variables: () => ({ n: `created-${key}` }), permission, expected: () => ({ name: `created-${key}` }),
+        field: `create${type}`,
+        query: `mutation($n: String!) { create${type}(input: { name: $n }) { name } }`,
+        variables: () => ({ n: `created-${key}` }),
+        permission,
+        expected: () => ({ name: `created-${key}` }),
       },
       {
-        field: `update${type}`, query: `mutation($id: ID!, $n: String!) { update${type}(id: $id, input: { name: $n }) { id name } }`,
-        variables: (f) => ({ id: f[key], n: `updated-${key}-${f[key]}` }), permission, expected: (f) => ({ id: String(f[key]), name: `updated-${key}-${f[key]}` }),
+        field: `update${type}`,
+        query: `mutation($id: ID!, $n: String!) { update${type}(id: $id, input: { name: $n }) { id name } }`,
+        variables: (f) => ({ id: f[key], n: `updated-${key}-${f[key]}` }),
+        permission,
+        expected: (f) => ({ id: String(f[key]), name: `updated-${key}-${f[key]}` }),
       },
       {
-        field: `patch${type}`, query: `mutation($id: ID!, $n: String!) { patch${type}(id: $id, input: { name: $n }) { id name } }`,
-        variables: (f) => ({ id: f[key], n: `patched-${key}-${f[key]}` }), permission, expected: (f) => ({ id: String(f[key]), name: `patched-${key}-${f[key]}` }),
+        field: `patch${type}`,
+        query: `mutation($id: ID!, $n: String!) { patch${type}(id: $id, input: { name: $n }) { id name } }`,
+        variables: (f) => ({ id: f[key], n: `patched-${key}-${f[key]}` }),
+        permission,
+        expected: (f) => ({ id: String(f[key]), name: `patched-${key}-${f[key]}` }),
       },
-      { field: `destroy${type}`, query: `mutation($id: ID!) { destroy${type}(id: $id) }`, variables: (f) => ({ id: f[key] }), permission, expected: () => true },
       {
-        field: `restore${type}`, query: `mutation($id: ID!) { restore${type}(id: $id) { id } }`,
-        variables: (f) => ({ id: f.deleted[key] }), permission, expected: (f) => ({ id: String(f.deleted[key]) }),
+        field: `destroy${type}`,
+        query: `mutation($id: ID!) { destroy${type}(id: $id) }`,
+        variables: (f) => ({ id: f[key] }),
+        permission,
+        expected: () => true,
+      },
+      {
+        field: `restore${type}`,
+        query: `mutation($id: ID!) { restore${type}(id: $id) { id } }`,
+        variables: (f) => ({ id: f.deleted[key] }),
+        permission,
+        expected: (f) => ({ id: String(f.deleted[key]) }),
       },
     ];
   }),
@@ -365,20 +489,21 @@ describe('permissions', () => {
     },
   );
 
-  test.each(OPERATIONS.map((o) => [o.field, o.permission ?? 'no permission', o] as const))(
-    '%s with exactly %s succeeds',
-    async (field, scope, op) => {
-      const f = await makeFixture();
-      const token = await tokenFor(op.permission ?? '');
-      const res = await svc.graphql(op.query, op.variables(f), { token });
-      expect({ status: res.status, errors: res.body?.errors }).toEqual({ status: 200, errors: undefined });
-      expect(res.body.data[field]).toEqual(op.expected(f));
-    },
-  );
+  test.each(OPERATIONS.map((o) => [o.field, o.permission ?? 'no permission', o] as const))('%s with exactly %s succeeds', async (field, scope, op) => {
+    const f = await makeFixture();
+    const token = await tokenFor(op.permission ?? '');
+    const res = await svc.graphql(op.query, op.variables(f), { token });
+    expect({ status: res.status, errors: res.body?.errors }).toEqual({ status: 200, errors: undefined });
+    expect(res.body.data[field]).toEqual(op.expected(f));
+  });
 
   test('writes with exactly the permission reach the database', async () => {
     const f = await makeFixture();
-    await svc.graphql('mutation($id: ID!) { patchUser(id: $id, input: { lastName: "Stored" }) { id } }', { id: f.user }, { token: await tokenFor('user:write') });
+    await svc.graphql(
+      'mutation($id: ID!) { patchUser(id: $id, input: { lastName: "Stored" }) { id } }',
+      { id: f.user },
+      { token: await tokenFor('user:write') },
+    );
     const [row] = await svc.sql<{ last_name: string }>('select last_name from users where id = ?', [f.user]);
     expect(row.last_name).toBe('Stored');
     await svc.graphql('mutation($id: ID!) { destroyRole(id: $id) }', { id: f.role }, { token: await tokenFor('role:write') });
@@ -411,11 +536,7 @@ describe('permissions', () => {
   });
 
   test('Token.user needs user:read: tokens come back, user is null with FORBIDDEN', async () => {
-    const res = await svc.graphql(
-      'query($id: ID!) { token(id: $id) { id user { id } } }',
-      { id: fixture.token },
-      { token: await tokenFor('token:read') },
-    );
+    const res = await svc.graphql('query($id: ID!) { token(id: $id) { id user { id } } }', { id: fixture.token }, { token: await tokenFor('token:read') });
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ token: { id: String(fixture.token), user: null } });
     expect(res.body.errors).toHaveLength(1);
@@ -448,8 +569,12 @@ describe('DataLoader batching', () => {
   let seeded: number[];
 
   beforeAll(async () => {
-    const apps = await gql(`mutation { a: createApplication(input: { name: "${uniq('batch-a')}" }) { id } b: createApplication(input: { name: "${uniq('batch-b')}" }) { id } }`);
-    const roles = await gql(`mutation { a: createRole(input: { name: "${uniq('batch-a')}" }) { id } b: createRole(input: { name: "${uniq('batch-b')}" }) { id } }`);
+    const apps = await gql(
+      `mutation { a: createApplication(input: { name: "${uniq('batch-a')}" }) { id } b: createApplication(input: { name: "${uniq('batch-b')}" }) { id } }`,
+    );
+    const roles = await gql(
+      `mutation { a: createRole(input: { name: "${uniq('batch-a')}" }) { id } b: createRole(input: { name: "${uniq('batch-b')}" }) { id } }`,
+    );
     const created = await gql(
       `mutation { ${Array.from({ length: USERS }, (_, i) => `u${i}: createUser(input: { firstName: "Batch", lastName: "User ${i}" }) { id }`).join(' ')} }`,
     );
@@ -592,10 +717,7 @@ describe('limits', () => {
 
   test('batched requests (a JSON array body) are rejected; nothing is written', async () => {
     const before = await snapshot();
-    const batch = [
-      { query: `mutation { createApplication(input: { name: "${uniq('batched')}" }) { id } }` },
-      { query: '{ __typename }' },
-    ];
+    const batch = [{ query: `mutation { createApplication(input: { name: "${uniq('batched')}" }) { id } }` }, { query: '{ __typename }' }];
     const res = await svc.graphql('', undefined, { rawBody: JSON.stringify(batch) });
     expect(res.status).toBe(400);
     expect(res.text).toMatch(/batch/i);
@@ -681,7 +803,10 @@ describe('nesting and size of inputs', () => {
     expect(ten.body).toEqual({ data: { users: { total: 0 } } });
     const seventy = await svc.graphql(query, { f: filter(70) });
     expect(seventy.status).toBe(200);
-    expect(seventy.body.errors[0]).toMatchObject({ message: 'filter: has 70000 values; at most 10000 are allowed', extensions: { code: 'BAD_USER_INPUT', field: 'filter' } });
+    expect(seventy.body.errors[0]).toMatchObject({
+      message: 'filter: has 70000 values; at most 10000 are allowed',
+      extensions: { code: 'BAD_USER_INPUT', field: 'filter' },
+    });
   });
 });
 
@@ -691,7 +816,11 @@ describe('operation resolution', () => {
     ['two operations and no operationName', { query: TWO }, /2 operations/],
     ['an operationName the document lacks', { query: TWO, operationName: 'C' }, /no operation named "C"/],
     ['an empty operationName', { query: '{ __typename }', operationName: '' }, /no operation named ""/],
-    ['a mutation named by an unknown name', { query: `mutation M { createApplication(input: { name: "${uniq('unresolved')}" }) { id } }`, operationName: 'X' }, /no operation named "X"/],
+    [
+      'a mutation named by an unknown name',
+      { query: `mutation M { createApplication(input: { name: "${uniq('unresolved')}" }) { id } }`, operationName: 'X' },
+      /no operation named "X"/,
+    ],
   ];
 
   test.each(cases)('%s: 400 OPERATION_RESOLUTION_FAILURE with a token, 401 without; nothing is written', async (_label, body, message) => {
@@ -719,7 +848,10 @@ describe('operation resolution', () => {
       const res = await svc.graphql(query);
       expect(res.status).toBe(400);
       expect(res.body.errors).toEqual([
-        { message: expect.stringMatching(/subscriptions run over WebSocket .* or Server-Sent Events/), extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) } },
+        {
+          message: expect.stringMatching(/subscriptions run over WebSocket .* or Server-Sent Events/),
+          extensions: { code: 'BAD_REQUEST', requestId: expect.any(String) },
+        },
       ]);
       expect((await svc.graphql(query, undefined, { token: null })).status).toBe(401);
     }

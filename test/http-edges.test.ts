@@ -79,7 +79,11 @@ onPostgres('a database outage: 503 with Retry-After, one warn line when it start
     expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
     expect(answers[0].headers.get('retry-after')).toBe('5');
     expect(answers[0].body).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
-    const warnings = () => outage.logLines.map((l) => JSON.parse(l)).filter((l) => l.level === 'warn').map((l) => l.msg);
+    const warnings = () =>
+      outage.logLines
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.level === 'warn')
+        .map((l) => l.msg);
     expect(warnings()).toEqual(['database unavailable: answering 503 until it is back']);
     // Back: allowed again (through a fresh admin connection), and the next successful request says so.
     await admin.query(`alter database "${dbName}" allow_connections true`);

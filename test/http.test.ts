@@ -166,7 +166,7 @@ describe('request bodies', () => {
 });
 
 describe('X-Request-Id', () => {
-  test('the caller\'s id is echoed on success and on every kind of failure', async () => {
+  test("the caller's id is echoed on success and on every kind of failure", async () => {
     const user = await newUser();
     const cases: [string, string, RequestOptions, number][] = [
       ['GET', '/user/', {}, 200],
@@ -234,7 +234,10 @@ describe('trailing slashes', () => {
     const token = await call('POST', '/token', { body: { userID: uid, accessToken: `slash-${randomBytes(8).toString('hex')}` } });
     expect(token.status).toBe(201);
 
-    for (const [path, value] of [[`/user/${uid}/status`, 4], [`/user/${uid}/status/`, 5]] as const) {
+    for (const [path, value] of [
+      [`/user/${uid}/status`, 4],
+      [`/user/${uid}/status/`, 5],
+    ] as const) {
       const res = await call('PATCH', path, { body: { status: value } });
       const userStatus = (await call('GET', `/user/${uid}`)).body.status;
       expect({ path, status: res.status, body: res.body, userStatus }).toEqual({ path, status: 200, body: 1, userStatus: value });
@@ -245,8 +248,12 @@ describe('trailing slashes', () => {
     expect({ status: linked.status, body: linked.body }).toEqual({ status: 201, body: 1 });
     for (const path of [`/user/${uid}/application`, `/user/${uid}/application/`]) {
       const res = await call('GET', path);
-      expect({ path, status: res.status, total: res.headers.get('x-total-count'), ids: res.body.map((a: { id: number }) => a.id) })
-        .toEqual({ path, status: 200, total: '1', ids: [app.body] });
+      expect({ path, status: res.status, total: res.headers.get('x-total-count'), ids: res.body.map((a: { id: number }) => a.id) }).toEqual({
+        path,
+        status: 200,
+        total: '1',
+        ids: [app.body],
+      });
     }
     expect((await call('GET', `/user/${uid}/role`)).status).toBe(200);
     expect((await call('GET', `/user/${uid}/role/`)).status).toBe(200);
@@ -404,7 +411,10 @@ describe('no secret leaks', () => {
       await call('GET', `/user/${user.id}`),
       await call('GET', `/user/?filter=${encodeURIComponent(JSON.stringify({ id: user.id }))}`),
       // The writes answer the record (Prefer), so there is a record in which the secrets could show.
-      await call('PUT', `/user/${user.id}`, { body: { firstName: 'P', lastName: 'W', password: 'x', rememberToken: 'y' }, headers: { Prefer: 'return=representation' } }),
+      await call('PUT', `/user/${user.id}`, {
+        body: { firstName: 'P', lastName: 'W', password: 'x', rememberToken: 'y' },
+        headers: { Prefer: 'return=representation' },
+      }),
       // Attrs naming a read-only field: the name is skipped (SPEC §4), so nothing is written.
       await call('PATCH', `/user/${user.id}`, { body: { password: 'x' }, headers: { Attrs: 'password', Prefer: 'return=representation' } }),
       await call('PATCH', `/user/${user.id}/status/`, { body: { status: 2 }, headers: { Prefer: 'return=representation' } }),
@@ -489,8 +499,18 @@ describe('a database that goes away', () => {
     url.host = `127.0.0.1:${port}`;
     url.pathname = `/${name}`;
     const lines: string[] = [];
-    const config = loadConfig({ PORT: '0', DATABASE_URL: url.toString(), BOOTSTRAP_TOKEN: 'outage-admin', TOKEN_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'info', DB_POOL_SIZE: '2' });
-    const running = await startService(config, createLogger('info', (l) => lines.push(l)));
+    const config = loadConfig({
+      PORT: '0',
+      DATABASE_URL: url.toString(),
+      BOOTSTRAP_TOKEN: 'outage-admin',
+      TOKEN_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'info',
+      DB_POOL_SIZE: '2',
+    });
+    const running = await startService(
+      config,
+      createLogger('info', (l) => lines.push(l)),
+    );
     const get = (path: string, init: RequestInit = {}) =>
       fetch(running.url + path, { ...init, headers: { Authorization: 'Bearer outage-admin', 'Content-Type': 'application/json', ...init.headers } });
     try {
@@ -541,7 +561,8 @@ describe('connections that PostgreSQL terminates while requests use them', () =>
     const requests = [
       (k: number, i: number) => svc.request('POST', '/token/', { body: { userID: 1, accessToken: `killed-${k}-${i}-${randomBytes(4).toString('hex')}` } }),
       () => svc.graphql('{ users(pageSize: 30) { data { id tokens { total } roles { total } } } }'),
-      (k: number, i: number) => svc.graphql(`mutation { a: createUser(input: {firstName: "K", lastName: "A"}) { id } b: createRole(input: {name: "killed-${k}-${i}"}) { id } }`),
+      (k: number, i: number) =>
+        svc.graphql(`mutation { a: createUser(input: {firstName: "K", lastName: "A"}) { id } b: createRole(input: {name: "killed-${k}-${i}"}) { id } }`),
     ];
     const load = Array.from({ length: 6 }, async (_, k) => {
       for (let i = 0; running; i++) {
@@ -625,21 +646,29 @@ describe('bounded waits on PostgreSQL (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_
     }
   }
 
-  external('a write that waits longer than the lock timeout for a locked row: 409 CONFLICT (REST and GraphQL); nothing changes; the pool recovers', async () => {
-    await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' }, async (quick, id) => {
-      const started = Date.now();
-      const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
-      expect(rest.status).toBe(409);
-      expect(rest.body).toEqual({ code: 409, error: 'CONFLICT', message: 'the records are being changed by another request; try again', requestId: expect.any(String) });
-      const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
-      expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
-      expect(Date.now() - started).toBeLessThan(5_000);
-      // Requests that need no lock are served meanwhile, with both pool connections free again.
-      const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
-      expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
-      expect(quick.logLines.join('\n')).not.toMatch(/"level":"error"/);
-    });
-  });
+  external(
+    'a write that waits longer than the lock timeout for a locked row: 409 CONFLICT (REST and GraphQL); nothing changes; the pool recovers',
+    async () => {
+      await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' }, async (quick, id) => {
+        const started = Date.now();
+        const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
+        expect(rest.status).toBe(409);
+        expect(rest.body).toEqual({
+          code: 409,
+          error: 'CONFLICT',
+          message: 'the records are being changed by another request; try again',
+          requestId: expect.any(String),
+        });
+        const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
+        expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
+        expect(Date.now() - started).toBeLessThan(5_000);
+        // Requests that need no lock are served meanwhile, with both pool connections free again.
+        const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
+        expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
+        expect(quick.logLines.join('\n')).not.toMatch(/"level":"error"/);
+      });
+    },
+  );
 
   external('a statement that runs longer than the statement timeout: 503 UNAVAILABLE, nothing changes', async () => {
     await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' }, async (quick, id) => {
@@ -659,8 +688,16 @@ describe('graceful stop', () => {
       new Promise<{ status: number; connection: string | undefined; text: string }>((resolve, reject) => {
         const req = httpRequest(
           {
-            agent, host: url.hostname, port: url.port, method, path,
-            headers: { Authorization: `Bearer ${quick.adminToken}`, 'Content-Type': 'application/json', ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}) },
+            agent,
+            host: url.hostname,
+            port: url.port,
+            method,
+            path,
+            headers: {
+              Authorization: `Bearer ${quick.adminToken}`,
+              'Content-Type': 'application/json',
+              ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}),
+            },
           },
           (res) => {
             let text = '';
@@ -708,9 +745,19 @@ describe('OPTIONS and repeated Authorization headers', () => {
   });
 
   test('a method no route serves (TRACE, PROPFIND) on an unknown path is a 404; on a known path a 405 with Allow', async () => {
-    for (const [method, path] of [['TRACE', '/nope'], ['PROPFIND', '/'], ['TRACE', '/user/1/nope']]) {
+    for (const [method, path] of [
+      ['TRACE', '/nope'],
+      ['PROPFIND', '/'],
+      ['TRACE', '/user/1/nope'],
+    ]) {
       const res = await rawRequest(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-      expect({ method, path, status: res.status, allow: res.headers.allow, error: res.body.error }).toEqual({ method, path, status: 404, allow: undefined, error: 'NOT_FOUND' });
+      expect({ method, path, status: res.status, allow: res.headers.allow, error: res.body.error }).toEqual({
+        method,
+        path,
+        status: 404,
+        allow: undefined,
+        error: 'NOT_FOUND',
+      });
     }
     const known = await rawRequest('TRACE /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(known.status).toBe(405);

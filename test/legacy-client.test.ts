@@ -66,14 +66,35 @@ function goDecodeError(value: unknown, type: GoType, at = '$'): string | null {
 const TIME = '*time.Time' as const;
 const User: GoType = {
   struct: {
-    id: 'uint64', ref: 'uint64', outKey: 'string', firstName: 'string', lastName: 'string', avatarUrl: 'string', photoUrl: 'string',
-    password: 'string', rememberToken: 'string', status: 'int', createdAt: TIME, updatedAt: TIME,
+    id: 'uint64',
+    ref: 'uint64',
+    outKey: 'string',
+    firstName: 'string',
+    lastName: 'string',
+    avatarUrl: 'string',
+    photoUrl: 'string',
+    password: 'string',
+    rememberToken: 'string',
+    status: 'int',
+    createdAt: TIME,
+    updatedAt: TIME,
   },
 };
 const Token: GoType = {
   struct: {
-    id: 'uint64', userID: 'uint64', accessToken: 'string', refreshToken: 'string', scope: 'string', code: 'string', codeChallenge: 'string',
-    tokenType: 'string', expireAt: TIME, client: 'string', version: 'string', createdAt: TIME, updatedAt: TIME,
+    id: 'uint64',
+    userID: 'uint64',
+    accessToken: 'string',
+    refreshToken: 'string',
+    scope: 'string',
+    code: 'string',
+    codeChallenge: 'string',
+    tokenType: 'string',
+    expireAt: TIME,
+    client: 'string',
+    version: 'string',
+    createdAt: TIME,
+    updatedAt: TIME,
   },
 };
 const Application: GoType = { struct: { id: 'uint64', name: 'string', right: 'int64', createdAt: TIME, updatedAt: TIME } };
@@ -91,20 +112,25 @@ interface Outcome {
 const outcomes: Outcome[] = [];
 
 /** web.DoReq: sends the call, then decodes a 200/201/202 body into `type`; 204 is success. */
-async function doReq(operation: string, method: string, path: string, type: GoType, options: { body?: unknown; headers?: Record<string, string> } = {}): Promise<any> {
+async function doReq(
+  operation: string,
+  method: string,
+  path: string,
+  type: GoType,
+  options: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<any> {
   const res: Reply = await svc.request(method, path, {
     token,
     ...(options.body === undefined ? {} : { body: options.body }),
     headers: { 'Content-Type': 'application/json', Accept: 'application/json', ...options.headers },
   });
-  let error: string | null = null;
+  let error: string | null;
   if (res.status === 204) error = null;
   else if ([200, 201, 202].includes(res.status)) {
     error = goDecodeError(res.body, type);
     // Go would take null for a slice or a struct (a zero value), but then the client has nothing.
     if (!error && res.body === null) error = 'a null answer';
-  }
-  else error = `HTTP ${res.status}: ${res.text.slice(0, 200)}`;
+  } else error = `HTTP ${res.status}: ${res.text.slice(0, 200)}`;
   outcomes.push({ operation, status: res.status, error, value: res.body });
   return res.body;
 }
@@ -137,7 +163,14 @@ test('the original client gets a usable answer from every operation of the seed'
   // Tokens.
   const tokenID = await doReq('Apply Token.ID', 'POST', '/apply/token/id/', 'uint64');
   const record = {
-    id: tokenID, userID, accessToken: `legacy-${name}`, refreshToken: '', scope: 'user:read', code: '', codeChallenge: '', tokenType: 'bearer',
+    id: tokenID,
+    userID,
+    accessToken: `legacy-${name}`,
+    refreshToken: '',
+    scope: 'user:read',
+    code: '',
+    codeChallenge: '',
+    tokenType: 'bearer',
     expireAt: null,
   };
   expect(await doReq('Create Token', 'POST', '/token/', 'uint64', { body: record })).toBe(tokenID);
@@ -170,7 +203,10 @@ test('the original client gets a usable answer from every operation of the seed'
   expect(u).toMatchObject({ first_name: 'Legacy', last_name: `${name}-patched`, status: 3, deleted_at: expect.anything() });
   const [t] = await svc.sql<Record<string, unknown>>('select scope, token_type, deleted_at from tokens where id = ?', [tokenID]);
   expect(t).toMatchObject({ scope: 'user:read', token_type: 'mac', deleted_at: expect.anything() });
-  const [link] = await svc.sql<{ right: string }>('select "right"::text as right from user_applications where user_id = ? and application_id = ?', [userID, applications[0]]);
+  const [link] = await svc.sql<{ right: string }>('select "right"::text as right from user_applications where user_id = ? and application_id = ?', [
+    userID,
+    applications[0],
+  ]);
   expect(link.right).toBe(String(2 ** 40 + 5));
 });
 

@@ -70,12 +70,9 @@ const roleRows = (userId: number) =>
 const live = (app: number, right = 0): AppLinkRow => ({ app, right, deleted: false });
 const gone = (app: number, right = 0): AppLinkRow => ({ app, right, deleted: true });
 
-const link = (userId: number, ids: unknown, kind = 'application') =>
-  svc.request('POST', `/user/${userId}/${kind}/`, { body: ids });
-const unlink = (userId: number, ids: unknown, kind = 'application') =>
-  svc.request('DELETE', `/user/${userId}/${kind}/`, { body: ids });
-const setRight = (userId: number, appId: number, body: unknown) =>
-  svc.request('PUT', `/user/${userId}/application/${appId}`, { body });
+const link = (userId: number, ids: unknown, kind = 'application') => svc.request('POST', `/user/${userId}/${kind}/`, { body: ids });
+const unlink = (userId: number, ids: unknown, kind = 'application') => svc.request('DELETE', `/user/${userId}/${kind}/`, { body: ids });
+const setRight = (userId: number, appId: number, body: unknown) => svc.request('PUT', `/user/${userId}/application/${appId}`, { body });
 
 /** A URL with its query parameters sorted: their order is not part of the contract, only their values. */
 function sortedUrl(url: string): string {
@@ -163,7 +160,10 @@ describe('POST /user/{id}/application/ (link)', () => {
   test('1000 entries are accepted (the limit), duplicates still counting once', async () => {
     const user = await newUser();
     const a = await newApp();
-    const res = await link(user, Array.from({ length: 1000 }, () => a));
+    const res = await link(
+      user,
+      Array.from({ length: 1000 }, () => a),
+    );
     expect(res.status).toBe(201);
     expect(res.body).toBe(1);
     expect(await appRows(user)).toEqual([live(a)]);
@@ -299,7 +299,11 @@ describe('GET /user/{id}/application/ (list)', () => {
     user = await newUser();
     prefix = fresh('list');
     apps = {} as typeof apps;
-    for (const [key, right] of [['beta', 5], ['gamma', 10], ['alpha', 1]] as const) {
+    for (const [key, right] of [
+      ['beta', 5],
+      ['gamma', 10],
+      ['alpha', 1],
+    ] as const) {
       const created = await createRecord<(typeof apps)['alpha']>('/application', { name: `${prefix}-${key}` });
       apps[key] = created;
       expect((await link(user, [created.id])).body).toBe(1);
@@ -790,9 +794,7 @@ describe('concurrent writes (on PostgreSQL they race for row locks)', () => {
       // 20 application calls (every fourth an unlink) and 10 role links, all at once.
       const [appReplies, roleReplies] = await Promise.all([
         Promise.all(
-          Array.from({ length: 20 }, (_, i) =>
-            svc.request(i % 4 === 3 ? 'DELETE' : 'POST', `/user/${userId}/application/`, { body: order(apps, i) }),
-          ),
+          Array.from({ length: 20 }, (_, i) => svc.request(i % 4 === 3 ? 'DELETE' : 'POST', `/user/${userId}/application/`, { body: order(apps, i) })),
         ),
         Promise.all(Array.from({ length: 10 }, (_, i) => svc.request('POST', `/user/${userId}/role/`, { body: order(roles, i) }))),
       ]);
@@ -832,24 +834,24 @@ describe('concurrent writes (on PostgreSQL they race for row locks)', () => {
 describe('row locks', () => {
   // The embedded database runs one session: a transaction held open here would block every other.
   const onPostgreSQL = process.env.DATABASE_URL ? test : test.skip;
-  onPostgreSQL("setting a link's right locks the link row only: it does not wait for a transaction holding the application FOR SHARE (as a link request does)", async () => {
-    const [userId, appId] = [await newUser(), await newApp()];
-    expect((await link(userId, [appId])).status).toBe(201);
-    const holder = svc.running.db.orm.em.fork();
-    await holder.begin();
-    try {
-      await holder.execute('select id from applications where id = ? for share', [appId]);
-      svc.queries.length = 0;
-      const put = await Promise.race([
-        setRight(userId, appId, { right: 7 }),
-        new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
-      ]);
-      expect(put?.status).toBe(200);
-      expect(put?.body).toBe(1);
-      expect(svc.queries.find((q) => /for update/i.test(q))).toMatch(/for update of l$/i);
-    } finally {
-      await holder.rollback();
-    }
-    expect(await appRows(userId)).toEqual([live(appId, 7)]);
-  });
+  onPostgreSQL(
+    "setting a link's right locks the link row only: it does not wait for a transaction holding the application FOR SHARE (as a link request does)",
+    async () => {
+      const [userId, appId] = [await newUser(), await newApp()];
+      expect((await link(userId, [appId])).status).toBe(201);
+      const holder = svc.running.db.orm.em.fork();
+      await holder.begin();
+      try {
+        await holder.execute('select id from applications where id = ? for share', [appId]);
+        svc.queries.length = 0;
+        const put = await Promise.race([setRight(userId, appId, { right: 7 }), new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))]);
+        expect(put?.status).toBe(200);
+        expect(put?.body).toBe(1);
+        expect(svc.queries.find((q) => /for update/i.test(q))).toMatch(/for update of l$/i);
+      } finally {
+        await holder.rollback();
+      }
+      expect(await appRows(userId)).toEqual([live(appId, 7)]);
+    },
+  );
 });

@@ -323,10 +323,7 @@ describe('orderBy', () => {
 
 describe('filter', () => {
   test('the SPEC §5 example', async () => {
-    const res = await call(
-      'GET',
-      `/user/?filter=${encodeURIComponent('{"status":{"in":[1,2]},"lastName":{"ilike":"sm%"}}')}&orderBy=-createdAt`,
-    );
+    const res = await call('GET', `/user/?filter=${encodeURIComponent('{"status":{"in":[1,2]},"lastName":{"ilike":"sm%"}}')}&orderBy=-createdAt`);
     expect(res.status).toBe(200);
     const expected = await svc.sql<{ id: string }>(
       "select id from users where deleted_at is null and status in (1, 2) and last_name ilike 'sm%' order by created_at desc, id asc",
@@ -745,9 +742,7 @@ describe('pageSize above 1000', () => {
 
   test.each(['1001', '5000', '9999999999999999'])('pageSize=%s is read as 1000', async (pageSize) => {
     const params = { filter: { firstName: { like: `${bulk}-%` } }, orderBy: 'id', pageSize };
-    const expected = (await svc.sql<{ id: string }>('select id from users where first_name like ? order by id', [`${bulk}-%`])).map((r) =>
-      Number(r.id),
-    );
+    const expected = (await svc.sql<{ id: string }>('select id from users where first_name like ? order by id', [`${bulk}-%`])).map((r) => Number(r.id));
     expect(expected).toHaveLength(1001);
     const first = await list('user', params);
     expect(first.status).toBe(200);

@@ -12,14 +12,37 @@ afterAll(async () => {
 
 /** Every REST route the service serves (SPEC §4 and the seed), as METHOD /template. */
 const ROUTES = [
-  ...['user', 'token', 'application', 'role'].flatMap((r) => [`get /${r}`, `post /${r}`, `get /${r}/{id}`, `put /${r}/{id}`, `patch /${r}/{id}`, `delete /${r}/{id}`, `post /${r}/{id}/restore`]),
-  'post /apply/user/id', 'post /apply/token/id',
-  'patch /user/{id}/status', 'put /user/{id}/status',
-  'get /user/{id}/application', 'post /user/{id}/application', 'delete /user/{id}/application',
-  'get /user/{id}/application/{applicationID}', 'put /user/{id}/application/{applicationID}',
-  'get /user/{id}/role', 'post /user/{id}/role', 'delete /user/{id}/role',
-  'get /audit', 'delete /token', 'post /oauth/introspect', 'post /oauth/revoke', 'get /authorize/{applicationID}',
-  'get /healthz', 'get /readyz', 'get /metrics', 'get /openapi.json', 'get /docs',
+  ...['user', 'token', 'application', 'role'].flatMap((r) => [
+    `get /${r}`,
+    `post /${r}`,
+    `get /${r}/{id}`,
+    `put /${r}/{id}`,
+    `patch /${r}/{id}`,
+    `delete /${r}/{id}`,
+    `post /${r}/{id}/restore`,
+  ]),
+  'post /apply/user/id',
+  'post /apply/token/id',
+  'patch /user/{id}/status',
+  'put /user/{id}/status',
+  'get /user/{id}/application',
+  'post /user/{id}/application',
+  'delete /user/{id}/application',
+  'get /user/{id}/application/{applicationID}',
+  'put /user/{id}/application/{applicationID}',
+  'get /user/{id}/role',
+  'post /user/{id}/role',
+  'delete /user/{id}/role',
+  'get /audit',
+  'delete /token',
+  'post /oauth/introspect',
+  'post /oauth/revoke',
+  'get /authorize/{applicationID}',
+  'get /healthz',
+  'get /readyz',
+  'get /metrics',
+  'get /openapi.json',
+  'get /docs',
 ];
 
 test('/openapi.json is a valid OpenAPI 3.1 document of every route, without a token', async () => {
@@ -38,7 +61,18 @@ test('/openapi.json is a valid OpenAPI 3.1 document of every route, without a to
 test('the schemas come from the field tables the service validates with', async () => {
   const { body: doc } = await svc.request('GET', '/openapi.json', { token: null });
   const { schemas } = doc.components;
-  expect(Object.keys(schemas.User.properties)).toEqual(['id', 'ref', 'outKey', 'firstName', 'lastName', 'avatarUrl', 'photoUrl', 'status', 'createdAt', 'updatedAt']);
+  expect(Object.keys(schemas.User.properties)).toEqual([
+    'id',
+    'ref',
+    'outKey',
+    'firstName',
+    'lastName',
+    'avatarUrl',
+    'photoUrl',
+    'status',
+    'createdAt',
+    'updatedAt',
+  ]);
   expect(schemas.User.properties.outKey).toEqual({ type: ['string', 'null'], maxLength: 255 });
   expect(schemas.UserCreate.required).toEqual(['firstName', 'lastName']);
   expect(schemas.UserCreate.properties.avatarUrl.maxLength).toBe(2048);
@@ -49,7 +83,13 @@ test('the schemas come from the field tables the service validates with', async 
   expect(patch.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['id', 'Prefer', 'Attrs']);
   const list = doc.paths['/user'].get;
   expect(list.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['filter', 'orderBy', 'page', 'pageSize', 'deleted']);
-  expect(doc.paths['/user/{id}/application'].get.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual(['id', 'filter', 'orderBy', 'page', 'pageSize']);
+  expect(doc.paths['/user/{id}/application'].get.parameters.map((p: { $ref: string }) => p.$ref.split('/').pop())).toEqual([
+    'id',
+    'filter',
+    'orderBy',
+    'page',
+    'pageSize',
+  ]);
   expect(doc.paths['/token/{id}/restore'].post.responses).toHaveProperty('409');
   expect(Object.keys(list.responses[200].headers)).toEqual(['X-Total-Count', 'Link']);
   expect(doc.paths['/healthz'].get.security).toEqual([]);

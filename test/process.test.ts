@@ -38,7 +38,11 @@ interface Started {
 }
 
 function npmStart(env: Record<string, string>): Started {
-  const child = spawn('npm', ['start', '--silent'], { cwd: root, env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', ['start', '--silent'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
   child.stderr!.resume();
@@ -56,7 +60,10 @@ async function waitFor(condition: () => boolean, ms: number): Promise<void> {
 
 /** The processes whose parent is `pid`. */
 const childrenOf = (pid: number): number[] =>
-  spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((l) => Number(l.trim())).filter(Boolean);
+  spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .map((l) => Number(l.trim()))
+    .filter(Boolean);
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -66,18 +73,22 @@ const alive = (pid: number) => {
   }
 };
 
-test.each(['SIGTERM', 'SIGINT'] as const)('%s to npm start stops the service gracefully: exit 0, no orphan', async (signal) => {
-  const port = await freePort();
-  const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir() });
-  await waitFor(() => started.stdout().includes('listening on'), 120_000);
-  const service = childrenOf(started.child.pid!);
-  expect(service.length).toBeGreaterThan(0);
-  expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-  started.child.kill(signal);
-  expect(await started.exited).toBe(0);
-  await waitFor(() => service.every((pid) => !alive(pid)), 10_000);
-  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
-}, 180_000);
+test.each(['SIGTERM', 'SIGINT'] as const)(
+  '%s to npm start stops the service gracefully: exit 0, no orphan',
+  async (signal) => {
+    const port = await freePort();
+    const started = npmStart({ PORT: String(port), DATA_DIR: await dataDir() });
+    await waitFor(() => started.stdout().includes('listening on'), 120_000);
+    const service = childrenOf(started.child.pid!);
+    expect(service.length).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    started.child.kill(signal);
+    expect(await started.exited).toBe(0);
+    await waitFor(() => service.every((pid) => !alive(pid)), 10_000);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  },
+  180_000,
+);
 
 test('the first token is created and printed only once the service listens: a start that fails creates none', async () => {
   const dir = await dataDir();

@@ -78,11 +78,27 @@ describe('directory queries', () => {
     const role = (await svc.request('POST', '/role/', { body: { name: uniq('role') } })).body;
     const steps: [string, () => Promise<unknown>, (reply: { body: any }) => void][] = [
       ['REST patch', () => svc.request('PATCH', `/user/${userID}`, { body: { firstName: 'Bea' } }), (r) => expect(firstNames(r)).toEqual(['Bea'])],
-      ['GraphQL mutation', () => svc.graphql(`mutation { patchUser(id: ${userID}, input: { firstName: "Cy" }) { id } }`), (r) => expect(firstNames(r)).toEqual(['Cy'])],
-      ['link', () => svc.request('POST', `/user/${userID}/application/`, { body: [app] }), (r) => expect(r.body.data.users.data[0].applications.data).toHaveLength(1)],
-      ['right', () => svc.request('PUT', `/user/${userID}/application/${app}`, { body: { right: 7 } }), (r) => expect(r.body.data.users.data[0].applications.data[0].right).toBe(7)],
+      [
+        'GraphQL mutation',
+        () => svc.graphql(`mutation { patchUser(id: ${userID}, input: { firstName: "Cy" }) { id } }`),
+        (r) => expect(firstNames(r)).toEqual(['Cy']),
+      ],
+      [
+        'link',
+        () => svc.request('POST', `/user/${userID}/application/`, { body: [app] }),
+        (r) => expect(r.body.data.users.data[0].applications.data).toHaveLength(1),
+      ],
+      [
+        'right',
+        () => svc.request('PUT', `/user/${userID}/application/${app}`, { body: { right: 7 } }),
+        (r) => expect(r.body.data.users.data[0].applications.data[0].right).toBe(7),
+      ],
       ['role link', () => svc.request('POST', `/user/${userID}/role/`, { body: [role] }), (r) => expect(r.body.data.users.data[0].roles.data).toHaveLength(1)],
-      ['application rename', () => svc.request('PATCH', `/application/${app}`, { body: { name: `${name}-app` } }), (r) => expect(r.body.data.users.data[0].applications.data[0].application.name).toBe(`${name}-app`)],
+      [
+        'application rename',
+        () => svc.request('PATCH', `/application/${app}`, { body: { name: `${name}-app` } }),
+        (r) => expect(r.body.data.users.data[0].applications.data[0].application.name).toBe(`${name}-app`),
+      ],
       ['role delete', () => svc.request('DELETE', `/role/${role}`), (r) => expect(r.body.data.users.data[0].roles.data).toEqual([])],
       ['SQL by hand', () => svc.sql(`update users set first_name = 'Dee' where id = ?`, [userID]), (r) => expect(firstNames(r)).toEqual(['Dee'])],
       ['a second user', () => svc.request('POST', '/user/', { body: { firstName: 'Eve', lastName: name } }), (r) => expect(r.body.data.users.total).toBe(2)],
@@ -335,7 +351,12 @@ test('hits and misses are counted in /metrics and noted in the request log', asy
   expect(await count('hit')).toBe(hits + 1);
   const lines = svc.logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request' && line.route === '/role');
   expect(lines.slice(-2).map((line) => line.readCache)).toEqual(['miss', 'hit']);
-  expect(svc.logLines.map((line) => JSON.parse(line)).filter((line) => line.route === '/token').at(-1)?.readCache).toBeUndefined();
+  expect(
+    svc.logLines
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.route === '/token')
+      .at(-1)?.readCache,
+  ).toBeUndefined();
 });
 
 test('READ_CACHE_MB=0 turns the cache off', async () => {
@@ -357,7 +378,10 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
 
 // Two instances on one PostgreSQL database (the embedded database serves one instance).
 (process.env.DATABASE_URL ? test : test.skip)('a write through another instance is seen by the next request to this one', async () => {
-  const other = await startService(loadConfig({ ...process.env, DATABASE_URL: svc.config.databaseUrl!, TOKEN_KEY: svc.config.tokenKey!.toString('base64'), PORT: '0', LOG_LEVEL: 'silent' }), createLogger('silent'));
+  const other = await startService(
+    loadConfig({ ...process.env, DATABASE_URL: svc.config.databaseUrl!, TOKEN_KEY: svc.config.tokenKey!.toString('base64'), PORT: '0', LOG_LEVEL: 'silent' }),
+    createLogger('silent'),
+  );
   try {
     const name = uniq('instances');
     const id = (await svc.request('POST', '/user/', { body: { firstName: 'One', lastName: name } })).body;
@@ -382,8 +406,7 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
  * lookup done, so nothing is sent twice.
  */
 describe('cache hits and the answers they stand for', () => {
-  const headersOf = (reply: { headers: Headers }) =>
-    Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'));
+  const headersOf = (reply: { headers: Headers }) => Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'));
 
   test('a hit has the headers and body the app answered, its own request id, or the one given', async () => {
     const list = `/user/?pageSize=1&filter=${encodeURIComponent(JSON.stringify({ lastName: { eq: uniq('ahead') } }))}`;
@@ -413,7 +436,10 @@ describe('cache hits and the answers they stand for', () => {
     expect(refused.reply.body).toMatchObject({ code: 401, message: 'the access token is unknown, expired or revoked' });
     expect(refused.reply.body.requestId).toBe(refused.reply.headers.get('x-request-id'));
     expect(refused.statements).toHaveLength(1);
-    const line = svc.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request').at(-1);
+    const line = svc.logLines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'request')
+      .at(-1);
     expect(line).toMatchObject({ requestId: refused.reply.headers.get('x-request-id'), route: '/user/:id', status: 401 });
   });
 
@@ -437,7 +463,7 @@ describe('cache hits and the answers they stand for', () => {
     expect(await exchange(chunked, '5\r\nhello\r\n0\r\n\r\n')).toMatch(/^HTTP\/1\.1 415/);
   });
 
-  test('the early answer and the app\'s answer to a cached read are the same bytes and log lines', async () => {
+  test("the early answer and the app's answer to a cached read are the same bytes and log lines", async () => {
     const id = (await svc.request('POST', '/user/', { body: { firstName: 'Same', lastName: uniq('same') } })).body;
     // Content-Length: 0 sends a request to the app (its body reader looks at it), with the same answer.
     const exchange = (path: string, extra: string) =>
@@ -459,7 +485,7 @@ describe('cache hits and the answers they stand for', () => {
     }
   });
 
-  test('the same for a GraphQL POST: the early answer and the app\'s are the same bytes and log lines', async () => {
+  test("the same for a GraphQL POST: the early answer and the app's are the same bytes and log lines", async () => {
     const id = (await svc.request('POST', '/user/', { body: { firstName: 'Gq', lastName: uniq('gq') } })).body;
     const body = JSON.stringify({ query: 'query One($id: ID!) { user(id: $id) { id firstName roles { total } } }', variables: { id: String(id) } });
     // Content-Encoding: identity sends a request to the app (only the app's body reader decodes), with the same answer.

@@ -89,7 +89,10 @@ describe('keyset connections', () => {
     ['outKey DESC, lastName ASC', '[{ outKey: DESC }, { lastName: ASC }]', 'outKey desc, lastName asc'],
     ['lastName DESC', '[{ lastName: DESC }]', 'lastName desc'],
   ])('a keyset walk ordered by %s (nulls included) matches the offset page, both ways', async (_, orderBy, restOrder) => {
-    const offset = await svc.request('GET', `/user/?pageSize=1000&orderBy=${encodeURIComponent(restOrder)}&filter=${encodeURIComponent(JSON.stringify(filter))}`);
+    const offset = await svc.request(
+      'GET',
+      `/user/?pageSize=1000&orderBy=${encodeURIComponent(restOrder)}&filter=${encodeURIComponent(JSON.stringify(filter))}`,
+    );
     const expected = offset.body.map((u: any) => String(u.id));
     expect(expected).toHaveLength(11);
     expect(offset.headers.get('x-total-count')).toBe('11');
@@ -137,21 +140,25 @@ describe('keyset connections', () => {
     ]) {
       const res = await svc.graphql(`query($filter: UserFilter) { usersConnection(filter: $filter, ${args}) { edges { node { id } } } }`, { filter });
       expect({ args, status: res.status, code: res.body.errors?.[0]?.extensions?.code, field: res.body.errors?.[0]?.extensions?.field }).toEqual({
-        args, status: 200, code: 'BAD_USER_INPUT', field,
+        args,
+        status: 200,
+        code: 'BAD_USER_INPUT',
+        field,
       });
       expect(res.body.data).toBeNull();
     }
   });
 
   test('the cursor of a record deleted since still marks its place', async () => {
-    const { usersConnection: c } = await gql(
-      `query($filter: UserFilter) { usersConnection(filter: $filter, first: 3) { edges { cursor node { id } } } }`,
-      { filter },
-    );
+    const { usersConnection: c } = await gql(`query($filter: UserFilter) { usersConnection(filter: $filter, first: 3) { edges { cursor node { id } } } }`, {
+      filter,
+    });
     const extra = await gql(`mutation { createUser(input: { firstName: "${group}-x", lastName: "gone" }) { id } }`);
     const gone = await gql(`query { usersConnection(filter: { id: { eq: ${extra.createUser.id} } }, first: 1) { edges { cursor } } }`);
     await gql(`mutation { destroyUser(id: ${extra.createUser.id}) }`);
-    const after = await gql(`query { usersConnection(first: 5, after: "${gone.usersConnection.edges[0].cursor}", filter: { id: { gte: ${c.edges[0].node.id} } }) { edges { node { id } } } }`);
+    const after = await gql(
+      `query { usersConnection(first: 5, after: "${gone.usersConnection.edges[0].cursor}", filter: { id: { gte: ${c.edges[0].node.id} } }) { edges { node { id } } } }`,
+    );
     expect(after.usersConnection.edges).toEqual([]); // nothing live after the newest user
   });
 
@@ -231,7 +238,9 @@ describe('only the work asked for', () => {
 
   test('a page reads its records’ selected columns, and its nested links theirs', async () => {
     const statements = await statementsOf(async () => {
-      const data = await gql(`{ users(pageSize: 3, filter: { firstName: { eq: "${group}" } }) { data { id lastName applications { data { right application { name } } } roles { data { name } } } } }`);
+      const data = await gql(
+        `{ users(pageSize: 3, filter: { firstName: { eq: "${group}" } }) { data { id lastName applications { data { right application { name } } } roles { data { name } } } } }`,
+      );
       expect(data.users.data.map((u: any) => u.lastName)).toEqual(['0', '1', '2']);
       for (const user of data.users.data) {
         expect(user.applications.data).toEqual([{ right: 0, application: { name: `${group}-a` } }]);
@@ -260,7 +269,12 @@ describe('totals kept by the writes', () => {
 
   test('every kind of write keeps the unfiltered totals exact', async () => {
     const check = async () => {
-      for (const [table, path] of [['users', '/user/'], ['tokens', '/token/'], ['applications', '/application/'], ['roles', '/role/']]) {
+      for (const [table, path] of [
+        ['users', '/user/'],
+        ['tokens', '/token/'],
+        ['applications', '/application/'],
+        ['roles', '/role/'],
+      ]) {
         expect({ table, total: await restTotal(path) }).toEqual({ table, total: await liveCount(table) });
       }
     };

@@ -23,12 +23,27 @@ const blocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1
 const operations = blocks.flatMap((block) =>
   parse(block)
     .definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
-    .map((op) => ({ name: op.name?.value ?? '(anonymous)', type: op.operation, block, variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [] })),
+    .map((op) => ({
+      name: op.name?.value ?? '(anonymous)',
+      type: op.operation,
+      block,
+      variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [],
+    })),
 );
 
 test('the README shows GraphQL examples of queries, mutations and subscriptions', () => {
   expect(operations.map((op) => op.name)).toEqual(
-    expect.arrayContaining(['ActiveUsers', 'UsersWithLinks', 'CreateAda', 'RenameAndClear', 'Reserve', 'CreateOnReservedId', 'GrantBilling', 'IssueToken', 'WatchUsers']),
+    expect.arrayContaining([
+      'ActiveUsers',
+      'UsersWithLinks',
+      'CreateAda',
+      'RenameAndClear',
+      'Reserve',
+      'CreateOnReservedId',
+      'GrantBilling',
+      'IssueToken',
+      'WatchUsers',
+    ]),
   );
 });
 

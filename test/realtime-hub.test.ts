@@ -28,7 +28,15 @@ function fakeSource() {
     },
   };
 }
-const event = (eventID: number, resource = 'role'): ChangeEvent => ({ eventID, action: 'create', resource, recordID: eventID, at: '', actorTokenID: null, changes: {} });
+const event = (eventID: number, resource = 'role'): ChangeEvent => ({
+  eventID,
+  action: 'create',
+  resource,
+  recordID: eventID,
+  at: '',
+  actorTokenID: null,
+  changes: {},
+});
 const roles = { matches: (e: ChangeEvent) => e.resource === 'role', sql: { where: "a.resource = 'role'", params: [] } };
 /** A Sql whose replay read answers `rows` after `wait` (and whose newest event is far ahead). */
 const sqlAnswering = (rows: () => ChangeEvent[], wait: Promise<void> = Promise.resolve()) =>
@@ -37,7 +45,13 @@ const log = createLogger('silent');
 
 test(`a stream ${MAX_BEHIND} events behind is ended and its connection told (4408), not grown`, async () => {
   const { source, listeners } = fakeSource();
-  const hub = new Hub(source, sqlAnswering(() => []), log, 10, null);
+  const hub = new Hub(
+    source,
+    sqlAnswering(() => []),
+    log,
+    10,
+    null,
+  );
   let overflowed = 0;
   const stream = await hub.stream('roleEvents', roles, null, () => overflowed++);
   for (const listener of listeners) listener(Array.from({ length: MAX_BEHIND }, (_, i) => event(i + 1)));
@@ -54,7 +68,13 @@ test('a resume replays up to where the source stands, holds the live events mean
   emit([event(5), event(6), event(7)]); // handed over before the subscription: the replay's part
   let release!: () => void;
   const replayRead = new Promise<void>((resolve) => (release = resolve));
-  const hub = new Hub(source, sqlAnswering(() => [event(5), event(6), event(7)], replayRead), log, 10, null);
+  const hub = new Hub(
+    source,
+    sqlAnswering(() => [event(5), event(6), event(7)], replayRead),
+    log,
+    10,
+    null,
+  );
   const streaming = hub.stream('roleEvents', roles, 4, () => {});
   await new Promise((resolve) => setTimeout(resolve, 10));
   emit([event(8)]); // live while the replay is read
@@ -70,7 +90,13 @@ test('a resume replays up to where the source stands, holds the live events mean
 test(`a replay of up to ${MAX_REPLAY} events does not count as falling behind`, async () => {
   const { source, emit } = fakeSource();
   emit([event(MAX_REPLAY)]);
-  const hub = new Hub(source, sqlAnswering(() => Array.from({ length: MAX_REPLAY }, (_, i) => event(i + 1))), log, 10, null);
+  const hub = new Hub(
+    source,
+    sqlAnswering(() => Array.from({ length: MAX_REPLAY }, (_, i) => event(i + 1))),
+    log,
+    10,
+    null,
+  );
   let overflowed = 0;
   const stream = await hub.stream('roleEvents', roles, 0, () => overflowed++);
   emit([event(MAX_REPLAY + 1)]);
@@ -81,14 +107,26 @@ test(`a replay of up to ${MAX_REPLAY} events does not count as falling behind`, 
 
 test(`a resume of more than ${MAX_REPLAY} events is refused with BAD_USER_INPUT naming after`, async () => {
   const { source, listeners } = fakeSource();
-  const hub = new Hub(source, sqlAnswering(() => Array.from({ length: MAX_REPLAY + 1 }, (_, i) => event(i + 1))), log, 10, null);
+  const hub = new Hub(
+    source,
+    sqlAnswering(() => Array.from({ length: MAX_REPLAY + 1 }, (_, i) => event(i + 1))),
+    log,
+    10,
+    null,
+  );
   await expect(hub.stream('roleEvents', roles, 0, () => {})).rejects.toMatchObject({ code: 'BAD_REQUEST', details: [{ field: 'after' }] });
   expect(listeners.size).toBe(0); // the refused stream left nothing behind
 });
 
 test('SUBSCRIPTIONS_MAX: connections past it are refused until one is released', () => {
   const { source } = fakeSource();
-  const hub = new Hub(source, sqlAnswering(() => []), log, 2, null);
+  const hub = new Hub(
+    source,
+    sqlAnswering(() => []),
+    log,
+    2,
+    null,
+  );
   expect([hub.admit('ws'), hub.admit('sse'), hub.admit('ws')]).toEqual([true, true, false]);
   hub.release('ws', 'client');
   expect(hub.admit('sse')).toBe(true);

@@ -46,7 +46,9 @@ async function createUser(firstName: string, lastName = 'Realtime'): Promise<num
 
 /** The audit events of a user, as the database holds them. */
 const auditOf = (userID: number) =>
-  svc.sql<{ id: string; action: string }>(`select a.id::text as id, a.action from audit_events a where a.resource = 'user' and a.record_id = ? order by a.id`, [userID]);
+  svc.sql<{ id: string; action: string }>(`select a.id::text as id, a.action from audit_events a where a.resource = 'user' and a.record_id = ? order by a.id`, [
+    userID,
+  ]);
 
 describe('graphql-ws', () => {
   it('streams committed changes of users from REST and GraphQL writes, in commit order, with the record as it is now', async () => {
@@ -61,7 +63,12 @@ describe('graphql-ws', () => {
     const [created, patch] = await sub.atLeast(2);
     const audit = await auditOf(id);
     expect(created.data.userEvents).toMatchObject({ eventID: audit[0].id, action: 'CREATE', id: String(id) });
-    expect(patch.data.userEvents).toMatchObject({ eventID: audit[1].id, action: 'PATCH', id: String(id), user: { id: String(id), firstName: 'Ada', lastName: 'Lovelace' } });
+    expect(patch.data.userEvents).toMatchObject({
+      eventID: audit[1].id,
+      action: 'PATCH',
+      id: String(id),
+      user: { id: String(id), firstName: 'Ada', lastName: 'Lovelace' },
+    });
     expect(Number(patch.data.userEvents.eventID)).toBeGreaterThan(Number(created.data.userEvents.eventID));
     sub.stop();
   });
@@ -248,10 +255,15 @@ describe('operations', () => {
     const id = await createUser('Barbara');
     const app = await svc.graphql('mutation { createApplication(input: { name: "realtime-app" }) { id } }');
     const applicationID = app.body.data.createApplication.id;
-    const sub = collect(ws.client, 'subscription ($userID: ID) { linkEvents(userID: $userID) { eventID action userID applicationID roleID right } }', { userID: String(id) });
+    const sub = collect(ws.client, 'subscription ($userID: ID) { linkEvents(userID: $userID) { eventID action userID applicationID roleID right } }', {
+      userID: String(id),
+    });
     await sleep(300);
     expect((await svc.request('POST', `/user/${id}/application`, { body: [Number(applicationID)] })).status).toBe(201);
-    await svc.graphql('mutation ($id: ID!, $app: ID!) { updateUserApplication(id: $id, applicationID: $app, right: 7) { right } }', { id: String(id), app: applicationID });
+    await svc.graphql('mutation ($id: ID!, $app: ID!) { updateUserApplication(id: $id, applicationID: $app, right: 7) { right } }', {
+      id: String(id),
+      app: applicationID,
+    });
     expect((await svc.request('DELETE', `/user/${id}/application`, { body: [Number(applicationID)] })).status).toBe(200);
     const events = (await sub.atLeast(3)).map((r) => r.data.linkEvents);
     expect(events).toEqual([
@@ -299,10 +311,7 @@ describe('operations', () => {
 
   it('refuses a resume of more than 1,000 events (BAD_USER_INPUT: read again)', async () => {
     const id = await createUser('Many');
-    await svc.sql(
-      `insert into audit_events (action, resource, record_id, changes) select 'patch', 'user', ?, '{}'::jsonb from generate_series(1, 1001)`,
-      [id],
-    );
+    await svc.sql(`insert into audit_events (action, resource, record_id, changes) select 'patch', 'user', ?, '{}'::jsonb from generate_series(1, 1001)`, [id]);
     const ws = connect();
     await ws.opened;
     const sub = collect(ws.client, USER_EVENTS, { id: String(id), after: '0' });
@@ -455,7 +464,9 @@ describe('an instance’s limits and stop', () => {
     try {
       // A transaction takes the lower id and stays open; a REST write takes the next one and commits.
       await slow.query('begin');
-      const [{ id: lower }] = (await slow.query(`insert into audit_events (action, resource, record_id, changes) values ('patch', 'user', $1, '{}') returning id::text`, [id])).rows;
+      const [{ id: lower }] = (
+        await slow.query(`insert into audit_events (action, resource, record_id, changes) values ('patch', 'user', $1, '{}') returning id::text`, [id])
+      ).rows;
       expect((await svc.request('PATCH', `/user/${id}`, { body: { lastName: 'Higher' } })).status).toBe(200);
       await sleep(500);
       expect(sub.results).toHaveLength(0); // the higher event waits for the lower one

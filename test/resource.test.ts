@@ -35,7 +35,18 @@ describe('a resource definition', () => {
     expect(users.columns).not.toContain('remember_token');
     expect(users.columns).not.toContain('deleted_at');
     expect(users.columnsWithDeletedAt.endsWith('t.deleted_at as "deletedAt"')).toBe(true);
-    expect(users.output.map(([name]) => name)).toEqual(['id', 'ref', 'outKey', 'firstName', 'lastName', 'avatarUrl', 'photoUrl', 'status', 'createdAt', 'updatedAt']);
+    expect(users.output.map(([name]) => name)).toEqual([
+      'id',
+      'ref',
+      'outKey',
+      'firstName',
+      'lastName',
+      'avatarUrl',
+      'photoUrl',
+      'status',
+      'createdAt',
+      'updatedAt',
+    ]);
     expect(users.writable.map(([name]) => name)).toEqual(['ref', 'outKey', 'firstName', 'lastName', 'avatarUrl', 'photoUrl', 'status']);
     expect(users.permissions).toEqual({ read: 'user:read', write: 'user:write' });
   });
@@ -116,9 +127,12 @@ test('a field added to the users definition, and nowhere else, shows up in every
   expect(Object.keys(entitySchemaOf(withNickname).meta.properties)).toContain('nickname');
 
   // OpenAPI: the record, and both write bodies.
-  const schemas = (openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test' }) as { components: { schemas: Record<string, { properties: object }> } })
-    .components.schemas;
-  const withIt = Object.entries(schemas).filter(([, s]) => s.properties && 'nickname' in s.properties).map(([name]) => name);
+  const schemas = (
+    openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test' }) as { components: { schemas: Record<string, { properties: object }> } }
+  ).components.schemas;
+  const withIt = Object.entries(schemas)
+    .filter(([, s]) => s.properties && 'nickname' in s.properties)
+    .map(([name]) => name);
   expect(withIt).toEqual(expect.arrayContaining(['User', 'UserCreate', 'UserPatch']));
 
   // GraphQL: the object type, its inputs, its filter and its order.

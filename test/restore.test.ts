@@ -308,7 +308,11 @@ describe('REST: deleted=only|include on the lists', () => {
     const token = await newToken(user);
     const application = await create('/application/', { name: uniq('app') });
     const role = await create('/role/', { name: uniq('role') });
-    for (const [resource, id] of [['token', token], ['application', application], ['role', role]] as const) {
+    for (const [resource, id] of [
+      ['token', token],
+      ['application', application],
+      ['role', role],
+    ] as const) {
       await destroy(`/${resource}/${id}`);
       const only = await svc.request('GET', `/${resource}/?filter=${encodeURIComponent(`id eq ${id}`)}&deleted=only`, {
         token: await svc.tokenWith(`${resource}:read`),
@@ -389,8 +393,15 @@ describe('GraphQL: restore mutations and deleted lists', () => {
     await destroy(`/user/${ids[1]}`);
     const filter = { firstName: { eq: group } };
     const page = async (deleted?: string) =>
-      (await gql(`query($f: UserFilter, $d: DeletedRecords) { users(filter: $f, deleted: $d) { total data { id deletedAt } } }`, { f: filter, d: deleted })).data.users;
-    expect(await page()).toEqual({ total: 2, data: [{ id: String(ids[0]), deletedAt: null }, { id: String(ids[2]), deletedAt: null }] });
+      (await gql(`query($f: UserFilter, $d: DeletedRecords) { users(filter: $f, deleted: $d) { total data { id deletedAt } } }`, { f: filter, d: deleted }))
+        .data.users;
+    expect(await page()).toEqual({
+      total: 2,
+      data: [
+        { id: String(ids[0]), deletedAt: null },
+        { id: String(ids[2]), deletedAt: null },
+      ],
+    });
     expect(await page('ONLY')).toEqual({ total: 1, data: [{ id: String(ids[1]), deletedAt: expect.stringMatching(ISO) }] });
     const include = await page('INCLUDE');
     expect(include.total).toBe(3);
@@ -402,10 +413,13 @@ describe('GraphQL: restore mutations and deleted lists', () => {
     const c = connection.data.usersConnection;
     expect(c.totalCount).toBe(3);
     expect(c.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([String(ids[0]), String(ids[1])]);
-    const next = await gql('query($f: UserFilter, $a: String) { usersConnection(filter: $f, deleted: INCLUDE, first: 2, after: $a) { edges { node { id } } } }', {
-      f: filter,
-      a: c.pageInfo.endCursor,
-    });
+    const next = await gql(
+      'query($f: UserFilter, $a: String) { usersConnection(filter: $f, deleted: INCLUDE, first: 2, after: $a) { edges { node { id } } } }',
+      {
+        f: filter,
+        a: c.pageInfo.endCursor,
+      },
+    );
     expect(next.data.usersConnection.edges).toEqual([{ node: { id: String(ids[2]) } }]);
   });
 
@@ -413,7 +427,11 @@ describe('GraphQL: restore mutations and deleted lists', () => {
     const token = await newToken(await newUser());
     const application = await create('/application/', { name: uniq('app') });
     const role = await create('/role/', { name: uniq('role') });
-    for (const [list, resource, id] of [['tokens', 'token', token], ['applications', 'application', application], ['roles', 'role', role]] as const) {
+    for (const [list, resource, id] of [
+      ['tokens', 'token', token],
+      ['applications', 'application', application],
+      ['roles', 'role', role],
+    ] as const) {
       await destroy(`/${resource}/${id}`);
       const reader = await svc.tokenWith(`${resource}:read`);
       const body = await gql(`query($id: ID!) { ${list}(filter: { id: { eq: $id } }, deleted: ONLY) { total data { id deletedAt } } }`, { id }, reader);

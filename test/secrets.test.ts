@@ -20,11 +20,9 @@ import { newTestDatabase, startTestService, type TestDatabase, type TestService 
  */
 
 const ADMIN_URL = process.env.DATABASE_URL;
-const onPostgreSQL = ADMIN_URL ? test : test.skip;
 const onEmbedded = ADMIN_URL ? test.skip : test;
 const newKey = () => randomBytes(32).toString('base64');
 const silent = { out: () => {}, err: () => {} };
-
 
 const ADMIN = `admin-${randomBytes(12).toString('hex')}`;
 const baseEnv = (place: TestDatabase, env: Record<string, string>) => ({
@@ -47,13 +45,22 @@ async function call(service: RunningService, method: string, path: string, token
   return { status: res.status, headers: res.headers, text, body: (text ? JSON.parse(text) : null) as any };
 }
 
-const sqlOf = (service: RunningService) => <T = any>(text: string, params: unknown[] = []) =>
-  service.db.orm.em.fork().execute(text, params) as Promise<T[]>;
+const sqlOf =
+  (service: RunningService) =>
+  <T = any>(text: string, params: unknown[] = []) =>
+    service.db.orm.em.fork().execute(text, params) as Promise<T[]>;
 
 /** Every byte string a dump must not contain for a secret value: itself, its sha256 (hex, base64). */
 function forms(value: string): string[] {
   const sha = createHash('sha256').update(value, 'utf8').digest();
-  return [value, sha.toString('hex'), sha.toString('base64'), sha.toString('base64url'), Buffer.from(value).toString('base64'), Buffer.from(value).toString('hex')];
+  return [
+    value,
+    sha.toString('hex'),
+    sha.toString('base64'),
+    sha.toString('base64url'),
+    Buffer.from(value).toString('base64'),
+    Buffer.from(value).toString('hex'),
+  ];
 }
 
 /** Every file under a directory, as one buffer per file. */
@@ -110,7 +117,9 @@ describe('stored form', () => {
   });
 
   test('the table has no plain column; a token is a keyed hash and a ciphertext; reads answer the values', async () => {
-    const columns = await svc.sql<{ column_name: string }>("select column_name from information_schema.columns where table_name = 'tokens' order by column_name");
+    const columns = await svc.sql<{ column_name: string }>(
+      "select column_name from information_schema.columns where table_name = 'tokens' order by column_name",
+    );
     const names = columns.map((c) => c.column_name);
     expect(names).toEqual(expect.arrayContaining(['access_token_hmac', 'access_token_cipher', 'refresh_token_hmac', 'refresh_token_cipher']));
     expect(names).not.toContain('access_token');
@@ -192,8 +201,16 @@ describe('stored form', () => {
     expect(unknown.body.details[0].message).not.toMatch(/accessToken/);
 
     // GraphQL: the same matching; the schema offers no pattern, range or sort on them.
-    const gql = await svc.graphql('query($v: [String!]) { tokens(filter: { accessToken: { in: $v } }) { total data { id accessToken } } }', { v: ['flt-a', 'flt-b'] });
-    expect(gql.body.data.tokens).toEqual({ total: 2, data: [{ id: String(ids[0]), accessToken: 'flt-a' }, { id: String(ids[1]), accessToken: 'flt-b' }] });
+    const gql = await svc.graphql('query($v: [String!]) { tokens(filter: { accessToken: { in: $v } }) { total data { id accessToken } } }', {
+      v: ['flt-a', 'flt-b'],
+    });
+    expect(gql.body.data.tokens).toEqual({
+      total: 2,
+      data: [
+        { id: String(ids[0]), accessToken: 'flt-a' },
+        { id: String(ids[1]), accessToken: 'flt-b' },
+      ],
+    });
     const like = await svc.graphql('{ tokens(filter: { accessToken: { like: "flt%" } }) { total } }');
     expect(like.body.errors[0].message).toMatch(/"like" is not defined by type "SecretFilter"/);
     const sort = await svc.graphql('{ tokens(orderBy: [{ accessToken: ASC }]) { total } }');
@@ -207,7 +224,9 @@ describe('stored form', () => {
     expect(dup.status).toBe(409);
     expect(dup.text).not.toContain('uniq-1');
     const indexes = await svc.sql<{ indexdef: string }>("select indexdef from pg_indexes where tablename = 'tokens'");
-    expect(indexes.map((i) => i.indexdef)).toContainEqual(expect.stringMatching(/UNIQUE INDEX tokens_access_token_hmac_live_uq .*\(access_token_hmac\) WHERE \(deleted_at IS NULL\)/));
+    expect(indexes.map((i) => i.indexdef)).toContainEqual(
+      expect.stringMatching(/UNIQUE INDEX tokens_access_token_hmac_live_uq .*\(access_token_hmac\) WHERE \(deleted_at IS NULL\)/),
+    );
   });
 });
 
@@ -250,7 +269,13 @@ describe('keys', () => {
   test('TOKEN_KEY: required with DATABASE_URL, 32 bytes of base64; a malformed one is a clear error that never repeats it', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgres://x@127.0.0.1/db' })).toThrow(/^TOKEN_KEY is required with DATABASE_URL/);
     expect(() => loadConfig({ DATABASE_URL: 'postgres://x@127.0.0.1/db', TOKEN_KEY: ' ' })).toThrow(/TOKEN_KEY is required/);
-    for (const bad of ['short', randomBytes(31).toString('base64'), randomBytes(33).toString('base64'), `${'!'.repeat(44)}`, 'not base64 at all, with spaces']) {
+    for (const bad of [
+      'short',
+      randomBytes(31).toString('base64'),
+      randomBytes(33).toString('base64'),
+      `${'!'.repeat(44)}`,
+      'not base64 at all, with spaces',
+    ]) {
       let message = '';
       try {
         loadConfig({ TOKEN_KEY: bad });
@@ -273,7 +298,11 @@ describe('keys', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const run = (env: Record<string, string>) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn('npm', ['start', '--silent'], { cwd: root, env: { ...process.env, LOG_LEVEL: 'silent', PORT: '0', TOKEN_KEY: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn('npm', ['start', '--silent'], {
+          cwd: root,
+          env: { ...process.env, LOG_LEVEL: 'silent', PORT: '0', TOKEN_KEY: '', ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (d) => (stderr += d));
         child.on('exit', (code) => resolve({ code, stderr }));
@@ -348,7 +377,9 @@ describe('keys', () => {
       } catch (err) {
         message = (err as Error).message;
       }
-      expect(message).toMatch(/^the database holds tokens encrypted under a key this service does not hold \(key id [0-9a-f]{16}, \d+ tokens; this service holds [0-9a-f]{16}\)/);
+      expect(message).toMatch(
+        /^the database holds tokens encrypted under a key this service does not hold \(key id [0-9a-f]{16}, \d+ tokens; this service holds [0-9a-f]{16}\)/,
+      );
       expect(message).not.toContain(keyA);
       expect(message).not.toContain(wrong);
       // Nothing was written under the wrong key.
@@ -393,7 +424,12 @@ describe('key rotation', () => {
           expect(read.body).toMatchObject({ accessToken: token.accessToken, refreshToken: `refresh-${i}` });
         }
         // Filters match rows under either key.
-        const filtered = await call(rotating, 'GET', `/token/?filter=${encodeURIComponent(JSON.stringify({ accessToken: { in: tokens.map((t) => t.accessToken) } }))}`, ADMIN);
+        const filtered = await call(
+          rotating,
+          'GET',
+          `/token/?filter=${encodeURIComponent(JSON.stringify({ accessToken: { in: tokens.map((t) => t.accessToken) } }))}`,
+          ADMIN,
+        );
         expect(filtered.body.map((t: { id: number }) => t.id)).toEqual(tokens.map((t) => t.id));
         // A live value under key A is still taken.
         const dup = await call(rotating, 'POST', '/token/', ADMIN, { userID: 1, accessToken: tokens[0].accessToken });
@@ -473,9 +509,18 @@ describe('existing rows', () => {
         await em.execute("insert into users (first_name, last_name, out_key) values ('Old', 'Owner', 'old')");
         const [{ id: userId }] = await em.execute<{ id: string }[]>('select id from users');
         await em.execute('insert into tokens (user_id, access_token, refresh_token, scope) values (?, ?, ?, ?), (?, ?, ?, ?), (?, ?, ?, ?)', [
-          userId, plain[0], 'old-refresh', '*',
-          userId, plain[1], '', 'user:read',
-          userId, plain[2], '', 'token:read',
+          userId,
+          plain[0],
+          'old-refresh',
+          '*',
+          userId,
+          plain[1],
+          '',
+          'user:read',
+          userId,
+          plain[2],
+          '',
+          'token:read',
         ]);
         await em.execute('update tokens set deleted_at = now() where access_token = ?', [plain[2]]);
       } finally {
@@ -485,10 +530,14 @@ describe('existing rows', () => {
       const service = await start(place, { ...env, BOOTSTRAP_TOKEN: plain[0] });
       try {
         const sql = sqlOf(service);
-        const columns = (await sql<{ column_name: string }>("select column_name from information_schema.columns where table_name = 'tokens'")).map((c) => c.column_name);
+        const columns = (await sql<{ column_name: string }>("select column_name from information_schema.columns where table_name = 'tokens'")).map(
+          (c) => c.column_name,
+        );
         expect(columns).not.toContain('access_token');
         expect(columns).not.toContain('refresh_token');
-        const rows = await sql<{ id: string; hmac: Buffer; deleted: boolean }>('select id, access_token_hmac as hmac, deleted_at is not null as deleted from tokens order by id');
+        const rows = await sql<{ id: string; hmac: Buffer; deleted: boolean }>(
+          'select id, access_token_hmac as hmac, deleted_at is not null as deleted from tokens order by id',
+        );
         expect(rows.map((r) => [r.hmac.equals(service.db.keyring.hash('accessToken', plain[Number(r.id) - 1])), r.deleted])).toEqual([
           [true, false],
           [true, false],

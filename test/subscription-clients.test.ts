@@ -71,19 +71,44 @@ test('graphql-sse', async () => {
 
 test('Apollo Client 4 with GraphQLWsLink and a split link', async () => {
   const http = new HttpLink({ uri: `${svc.url}/graphql`, headers: { Authorization: `Bearer ${token}` } });
-  const ws = new GraphQLWsLink(createClient({ url: `${svc.url.replace('http', 'ws')}/graphql`, connectionParams: { Authorization: `Bearer ${token}` }, webSocketImpl: WebSocket }));
+  const ws = new GraphQLWsLink(
+    createClient({ url: `${svc.url.replace('http', 'ws')}/graphql`, connectionParams: { Authorization: `Bearer ${token}` }, webSocketImpl: WebSocket }),
+  );
   const client = new ApolloClient({
     link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),
     cache: new InMemoryCache(),
   });
   // A query goes over HTTP, through the same client.
-  const { data } = await client.query({ query: gql`{ viewer { scope } }` });
+  const { data } = await client.query({
+    query: gql`
+      {
+        viewer {
+          scope
+        }
+      }
+    `,
+  });
   expect(data).toMatchObject({ viewer: { scope: '*' } });
   soon(() => createUser('Apollo'));
   const event = await first<any>((take) => {
-    const subscription = client.subscribe({ query: gql`subscription { userEvents { eventID action user { id firstName } } }` }).subscribe({
-      next: ({ data }) => take((data as { userEvents?: unknown } | undefined)?.userEvents),
-    });
+    const subscription = client
+      .subscribe({
+        query: gql`
+          subscription {
+            userEvents {
+              eventID
+              action
+              user {
+                id
+                firstName
+              }
+            }
+          }
+        `,
+      })
+      .subscribe({
+        next: ({ data }) => take((data as { userEvents?: unknown } | undefined)?.userEvents),
+      });
     return () => subscription.unsubscribe();
   });
   expect(event).toMatchObject({ action: 'CREATE', user: { firstName: 'Apollo' } });
@@ -91,7 +116,11 @@ test('Apollo Client 4 with GraphQLWsLink and a split link', async () => {
 });
 
 test('urql with subscriptionExchange over graphql-ws', async () => {
-  const ws = createClient({ url: `${svc.url.replace('http', 'ws')}/graphql`, connectionParams: { Authorization: `Bearer ${token}` }, webSocketImpl: WebSocket });
+  const ws = createClient({
+    url: `${svc.url.replace('http', 'ws')}/graphql`,
+    connectionParams: { Authorization: `Bearer ${token}` },
+    webSocketImpl: WebSocket,
+  });
   const client = new Client({
     url: `${svc.url}/graphql`,
     fetchOptions: () => ({ headers: { Authorization: `Bearer ${token}` } }),

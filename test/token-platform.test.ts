@@ -37,8 +37,14 @@ describe('POST /oauth/introspect (RFC 7662)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.body).toEqual({
-      active: true, scope: 'user:read', client_id: expect.any(String), username: 'Ada Lovelace', sub: String(owner),
-      exp: Date.parse('2099-01-01T00:00:00Z') / 1000, iat: expect.any(Number), token_type: 'bearer',
+      active: true,
+      scope: 'user:read',
+      client_id: expect.any(String),
+      username: 'Ada Lovelace',
+      sub: String(owner),
+      exp: Date.parse('2099-01-01T00:00:00Z') / 1000,
+      iat: expect.any(Number),
+      token_type: 'bearer',
     });
     expect(Math.abs(res.body.iat - Date.now() / 1000)).toBeLessThan(60);
     const json = await svc.request('POST', '/oauth/introspect', { body: { token: live.accessToken } });

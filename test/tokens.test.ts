@@ -245,10 +245,7 @@ describe('POST /token/', () => {
     expect(record).toMatchObject({ client: 'real', version: '1' });
     expect(record.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
     expect(record.updatedAt).not.toBe('2000-01-01T00:00:00.000Z');
-    const [row] = await svc.sql<{ deleted: boolean; version: number }>(
-      'select deleted_at is not null as deleted, version from tokens where id = ?',
-      [id],
-    );
+    const [row] = await svc.sql<{ deleted: boolean; version: number }>('select deleted_at is not null as deleted, version from tokens where id = ?', [id]);
     expect(row).toEqual({ deleted: false, version: 1 });
   });
 
@@ -305,10 +302,7 @@ describe('POST /token/', () => {
     expect(created.expireAt).toBe('2030-01-01T09:00:00.000Z');
     const other = await makeToken({ expireAt: '2030-06-15T23:30:00.5-02:30' });
     expect(other.expireAt).toBe('2030-06-16T02:00:00.500Z');
-    const [row] = await svc.sql<{ ok: boolean }>(
-      "select expire_at = timestamptz '2030-01-01T09:00:00Z' as ok from tokens where id = ?",
-      [created.id],
-    );
+    const [row] = await svc.sql<{ ok: boolean }>("select expire_at = timestamptz '2030-01-01T09:00:00Z' as ok from tokens where id = ?", [created.id]);
     expect(row.ok).toBe(true);
   });
 
@@ -428,9 +422,7 @@ describe('POST /token/', () => {
       if (created.status === 201) expect(created.headers.get('location')).toBe(`/token/${created.body}`);
       expect({ status: deleted.status, body: deleted.body }).toEqual({ status: 200, body: 1 });
     }
-    const orphans = await svc.sql(
-      'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
-    );
+    const orphans = await svc.sql('select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null');
     expect(orphans).toEqual([]);
   });
 
@@ -450,13 +442,11 @@ describe('POST /token/', () => {
       if (patch.status === 200) expect(patch.body).toBe(1);
       expect({ status: del.status, body: del.body }).toEqual({ status: 200, body: 1 });
     }
-    const orphans = await svc.sql(
-      'select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null',
-    );
+    const orphans = await svc.sql('select t.id from tokens t join users u on u.id = t.user_id where t.deleted_at is null and u.deleted_at is not null');
     expect(orphans).toEqual([]);
   });
 
-  test('a duplicate live accessToken is a 409 CONFLICT; a deleted token\'s accessToken can be reused', async () => {
+  test("a duplicate live accessToken is a 409 CONFLICT; a deleted token's accessToken can be reused", async () => {
     const first = await makeToken();
     const other = await makeUser();
     const dup = await failsUnchanged('POST', '/token/', { body: { userID: other, accessToken: first.accessToken } }, 409);
@@ -526,7 +516,10 @@ describe('GET /token/', () => {
     expect(listOf(all)).toEqual({
       status: 200,
       total: '3',
-      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['last', 1]]),
+      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [
+        ['first', 1],
+        ['last', 1],
+      ]),
       data: tokens,
     });
 
@@ -534,7 +527,11 @@ describe('GET /token/', () => {
     expect(listOf(first)).toEqual({
       status: 200,
       total: '3',
-      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [['first', 1], ['next', 2], ['last', 2]]),
+      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [
+        ['first', 1],
+        ['next', 2],
+        ['last', 2],
+      ]),
       data: [tokens[2], tokens[1]],
     });
 
@@ -542,7 +539,11 @@ describe('GET /token/', () => {
     expect(listOf(page)).toEqual({
       status: 200,
       total: '3',
-      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [['first', 1], ['prev', 1], ['last', 2]]),
+      link: links('/token/', (n) => `filter=${filter}&orderBy=-id&page=${n}&pageSize=2`, [
+        ['first', 1],
+        ['prev', 1],
+        ['last', 2],
+      ]),
       data: [tokens[0]],
     });
 
@@ -551,7 +552,11 @@ describe('GET /token/', () => {
     expect(listOf(none)).toEqual({
       status: 200,
       total: '3',
-      link: links('/token/', (n) => `filter=${filter}&page=${n}&pageSize=2`, [['first', 1], ['prev', 2], ['last', 2]]),
+      link: links('/token/', (n) => `filter=${filter}&page=${n}&pageSize=2`, [
+        ['first', 1],
+        ['prev', 2],
+        ['last', 2],
+      ]),
       data: [],
     });
 
@@ -560,7 +565,10 @@ describe('GET /token/', () => {
     expect(listOf(noSlash)).toEqual({
       status: 200,
       total: '1',
-      link: links('/token', (n) => `filter=${bFilter}&page=${n}`, [['first', 1], ['last', 1]]),
+      link: links('/token', (n) => `filter=${bFilter}&page=${n}`, [
+        ['first', 1],
+        ['last', 1],
+      ]),
       data: [tokens[1]],
     });
 
@@ -598,8 +606,7 @@ describe('GET /token/', () => {
     // An expression that does not parse, or names an unknown field, is a 400 naming filter.
     for (const bad of [`userID eq`, `userID eq ${userID} and`, `(userID eq ${userID}`, `userID like 'x'`, `password eq 'x'`]) {
       const res = await call('GET', expr(bad));
-      expect({ bad, status: res.status, field: res.body?.details?.[0]?.field })
-        .toEqual({ bad, status: 400, field: expect.stringMatching(/^filter\b/) });
+      expect({ bad, status: res.status, field: res.body?.details?.[0]?.field }).toEqual({ bad, status: 400, field: expect.stringMatching(/^filter\b/) });
     }
   });
 
@@ -629,7 +636,10 @@ describe('GET /token/', () => {
     expect(listOf(list)).toEqual({
       status: 200,
       total: '1',
-      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['last', 1]]),
+      link: links('/token/', (n) => `filter=${filter}&page=${n}`, [
+        ['first', 1],
+        ['last', 1],
+      ]),
       data: [keep],
     });
   });
@@ -644,7 +654,10 @@ describe('GET /token/', () => {
 
     // 1001 tokens of one user (written directly: 1001 creates through the API would only be slower).
     const userID = await makeUser('Many');
-    await svc.insertTokens(userID, Array.from({ length: 1001 }, (_, g) => `bulk-${userID}-${g + 1}`));
+    await svc.insertTokens(
+      userID,
+      Array.from({ length: 1001 }, (_, g) => `bulk-${userID}-${g + 1}`),
+    );
     const filter = q({ userID });
     const list = async (params: string) => {
       const res = await call('GET', `/token/?filter=${filter}${params}`);
@@ -661,7 +674,11 @@ describe('GET /token/', () => {
     expect(await list('&pageSize=-5&page=2')).toEqual(await list('&page=2&pageSize=20'));
     const page0 = await call('GET', `/token/?filter=${filter}&page=0`);
     expect(page0.headers.get('link')).toBe(
-      links('/token/', (n) => `filter=${filter}&page=${n}`, [['first', 1], ['next', 2], ['last', 51]]),
+      links('/token/', (n) => `filter=${filter}&page=${n}`, [
+        ['first', 1],
+        ['next', 2],
+        ['last', 51],
+      ]),
     );
     // Above 1000: 1000.
     const thousand = await list('&pageSize=1000');
@@ -784,9 +801,7 @@ describe('PUT /token/{id}', () => {
       createdAt: created.createdAt,
       updatedAt: expect.stringMatching(ISO_UTC_MS),
     });
-    const [row] = await svc.sql<any>('select user_id, refresh_token_cipher, code_challenge, expire_at, version, client from tokens where id = ?', [
-      created.id,
-    ]);
+    const [row] = await svc.sql<any>('select user_id, refresh_token_cipher, code_challenge, expire_at, version, client from tokens where id = ?', [created.id]);
     expect({ ...row, refresh_token_cipher: svc.open(row.refresh_token_cipher, 'refreshToken') }).toEqual({
       user_id: String(otherUser),
       refresh_token_cipher: '',
@@ -851,7 +866,10 @@ describe('PATCH /token/{id}', () => {
     expectOne(again);
     expect(again.headers.get('preference-applied')).toBeNull();
     expect(await getToken(created.id)).toMatchObject({
-      expireAt: '2032-02-02T00:02:02.000Z', version: '3', scope: 'openid profile', refreshToken: 'r1',
+      expireAt: '2032-02-02T00:02:02.000Z',
+      version: '3',
+      scope: 'openid profile',
+      refreshToken: 'r1',
     });
     const [row] = await svc.sql('select version, scope, client from tokens where id = ?', [created.id]);
     expect(row).toEqual({ version: 3, scope: 'openid profile', client: created.client });
@@ -879,10 +897,12 @@ describe('PATCH /token/{id}', () => {
     expect(row).toEqual({ scope: 'openid', code: 'c1', token_type: 'MAC' });
 
     // Names match the fields case-insensitively, spaces around them ignored.
-    expectOne(await call('PATCH', `/token/${created.id}`, {
-      body: { tokenType: 'DPoP', scope: 'ignored', code: 'c2' },
-      headers: { Attrs: '  TokenType ,CODE  ' },
-    }));
+    expectOne(
+      await call('PATCH', `/token/${created.id}`, {
+        body: { tokenType: 'DPoP', scope: 'ignored', code: 'c2' },
+        headers: { Attrs: '  TokenType ,CODE  ' },
+      }),
+    );
     expect(await getToken(created.id)).toMatchObject({ scope: 'openid', code: 'c2', tokenType: 'DPoP', codeChallenge: null, version: '3' });
   });
 
@@ -924,10 +944,12 @@ describe('PATCH /token/{id}', () => {
     const readOnly = ['client', 'version', 'id', 'password', 'rememberToken', 'createdAt', 'UpdatedAt', 'ID'];
     for (const name of readOnly) {
       const scope = `scope-${name}`;
-      expectOne(await call('PATCH', path, {
-        body: { scope, [name]: name === 'id' || name === 'ID' ? 1 : '2000-01-01T00:00:00Z' },
-        headers: { Attrs: `scope, ${name}` },
-      }));
+      expectOne(
+        await call('PATCH', path, {
+          body: { scope, [name]: name === 'id' || name === 'ID' ? 1 : '2000-01-01T00:00:00Z' },
+          headers: { Attrs: `scope, ${name}` },
+        }),
+      );
       const record = await getToken(created.id);
       expect(record).toMatchObject({ id: created.id, scope, client: 'original', createdAt: created.createdAt });
       expect(record.updatedAt).not.toBe('2000-01-01T00:00:00.000Z');
@@ -1137,8 +1159,10 @@ describe('tokens stronger than the caller', () => {
     for (const target of [admin, wide]) {
       await failsUnchanged('PATCH', `/token/${target.id}`, { token: manager.token, body: { accessToken: newAccessToken() } }, 403);
       await failsUnchanged(
-        'PUT', `/token/${target.id}`,
-        { token: manager.token, body: { userID: target.userID, accessToken: newAccessToken(), scope: 'token:read' } }, 403,
+        'PUT',
+        `/token/${target.id}`,
+        { token: manager.token, body: { userID: target.userID, accessToken: newAccessToken(), scope: 'token:read' } },
+        403,
       );
       await failsUnchanged('DELETE', `/token/${target.id}`, { token: manager.token }, 403);
     }

@@ -32,7 +32,9 @@ async function userRow(id: number) {
 function expect400(res: Reply, field: string, message?: RegExp): void {
   expect(res.status).toBe(400);
   expect(res.body).toMatchObject({ code: 400, error: 'BAD_REQUEST' });
-  expect(res.body.details).toEqual(expect.arrayContaining([expect.objectContaining({ field, ...(message ? { message: expect.stringMatching(message) } : {}) })]));
+  expect(res.body.details).toEqual(
+    expect.arrayContaining([expect.objectContaining({ field, ...(message ? { message: expect.stringMatching(message) } : {}) })]),
+  );
 }
 
 describe('lists: a bare array, X-Total-Count and Link', () => {
@@ -106,7 +108,9 @@ describe('lists: a bare array, X-Total-Count and Link', () => {
     const net = await import('node:net');
     const answer = await new Promise<string>((resolve) => {
       const socket = net.connect(Number(port), hostname, () =>
-        socket.write(`GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`),
+        socket.write(
+          `GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`,
+        ),
       );
       let text = '';
       socket.on('data', (chunk) => (text += chunk));
@@ -129,7 +133,12 @@ describe('filter: the expression form and the JSON form', () => {
   const group = `${G}-flt`;
   const byName: Record<string, number> = {};
   beforeAll(async () => {
-    for (const [name, lastName, status] of [['ann', 'Smith', 1], ['bob', "O'Brien", 2], ['cy', 'Smith', 3], ['di', 'x', 0]] as const) {
+    for (const [name, lastName, status] of [
+      ['ann', 'Smith', 1],
+      ['bob', "O'Brien", 2],
+      ['cy', 'Smith', 3],
+      ['di', 'x', 0],
+    ] as const) {
       byName[name] = await createUser({ firstName: group, lastName, status, outKey: name === 'di' ? null : name });
     }
   });
@@ -201,7 +210,13 @@ describe('writes answer the original shapes; Prefer: return=representation the r
   });
 
   test('Prefer among other preferences, quoted, in any case; return=minimal and unknown ones give the default; the first return counts', async () => {
-    for (const prefer of ['respond-async, RETURN="representation"; foo=bar', 'handling=lenient', 'return=minimal', 'return=bogus', 'return=bogus, return=representation']) {
+    for (const prefer of [
+      'respond-async, RETURN="representation"; foo=bar',
+      'handling=lenient',
+      'return=minimal',
+      'return=bogus',
+      'return=bogus, return=representation',
+    ]) {
       const res = await svc.request('POST', '/user/', { body: { firstName: G, lastName: 'Prefer' }, headers: { Prefer: prefer } });
       expect(res.status).toBe(201);
       if (prefer.startsWith('respond-async')) expect(res.body).toMatchObject({ lastName: 'Prefer' });
@@ -352,7 +367,10 @@ describe('links: counts, and right as a bigint', () => {
     const max = Number.MAX_SAFE_INTEGER;
     const right = await svc.request('PUT', `/user/${user}/application/${apps[0]}`, { body: { right: max } });
     expect([right.status, right.body]).toEqual([200, 1]);
-    const [row] = await svc.sql<{ right: string }>('select "right"::text as right from user_applications where user_id = ? and application_id = ?', [user, apps[0]]);
+    const [row] = await svc.sql<{ right: string }>('select "right"::text as right from user_applications where user_id = ? and application_id = ?', [
+      user,
+      apps[0],
+    ]);
     expect(row.right).toBe(String(max));
     const link = await svc.request('GET', `/user/${user}/application/${apps[0]}`);
     expect(link.body).toMatchObject({ userID: user, applicationID: apps[0], right: max });
@@ -365,7 +383,9 @@ describe('links: counts, and right as a bigint', () => {
     const list = await svc.request('GET', `/user/${user}/application/?filter=${encodeURIComponent(`right eq ${max}`)}&orderBy=`);
     expect(list.body).toEqual([expect.objectContaining({ id: apps[0], right: max })]);
     expect(list.headers.get('x-total-count')).toBe('1');
-    const gql = await svc.graphql(`query($id: ID!) { user(id: $id) { applications(filter: {right: {gte: ${max}}}) { data { right } } } }`, { id: String(user) });
+    const gql = await svc.graphql(`query($id: ID!) { user(id: $id) { applications(filter: {right: {gte: ${max}}}) { data { right } } } }`, {
+      id: String(user),
+    });
     expect(gql.body).toEqual({ data: { user: { applications: { data: [{ right: max }] } } } });
 
     const unlinked = await svc.request('DELETE', `/user/${user}/application/`, { body: [...apps, 999999] });

@@ -18,7 +18,13 @@ export function auditResolver() {
     requirePermission(caller, 'audit:read');
     return ctx.services.audit.list(caller, ctx.sql, compileList(listInput(args), auditEvents.listFields), { count: selects(info, 'total') });
   });
-  params(AuditResolver, 'auditEvents', Args(() => types.ListArgs), Ctx(), Info());
+  params(
+    AuditResolver,
+    'auditEvents',
+    Args(() => types.ListArgs),
+    Ctx(),
+    Info(),
+  );
   Query(() => types.Page, { description: 'The audit log (needs audit:read).' })(AuditResolver.prototype, 'auditEvents', d);
   Resolver()(AuditResolver);
   return AuditResolver;

@@ -15,7 +15,12 @@ export const auditEvents = defineResource({
   fields: {
     id: field.id(),
     at: field.date({ origin: 'service' }),
-    actorTokenID: field.reference({ origin: 'service', nullable: true, graphqlOrder: false, description: 'The token that made the write; null for the service’s own writes.' }),
+    actorTokenID: field.reference({
+      origin: 'service',
+      nullable: true,
+      graphqlOrder: false,
+      description: 'The token that made the write; null for the service’s own writes.',
+    }),
     actorUserID: field.reference({ origin: 'service', nullable: true, graphqlOrder: false }),
     requestId: field.string(128, { origin: 'service', nullable: true, graphqlOrder: false, description: 'The X-Request-Id of the write.' }),
     action: field.string(16, { origin: 'service', description: `${AUDIT_ACTIONS.slice(0, -1).join(', ')} or ${AUDIT_ACTIONS.at(-1)}.` }),

@@ -16,9 +16,17 @@ import { parseScopes, type Caller } from './caller.js';
  * have committed, and the server's start), the cache's freshness check (src/read-cache/store.ts):
  * it costs no statement of its own.
  */
-const liveTokenSql = (keys: number, snapshot: boolean, floor: boolean) => `select t.id, t.user_id, t.scope${snapshot ? `,
-         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot` : ''}${floor ? `,
-         pg_current_wal_flush_lsn()::text as floor` : ''}
+const liveTokenSql = (keys: number, snapshot: boolean, floor: boolean) => `select t.id, t.user_id, t.scope${
+  snapshot
+    ? `,
+         pg_current_snapshot()::text || ' ' || pg_postmaster_start_time()::text as snapshot`
+    : ''
+}${
+  floor
+    ? `,
+         pg_current_wal_flush_lsn()::text as floor`
+    : ''
+}
     from tokens t join users u on u.id = t.user_id
    where t.access_token_hmac ${keys === 1 ? '= ?' : `in (${Array(keys).fill('?').join(', ')})`}
      and t.deleted_at is null and u.deleted_at is null
@@ -54,7 +62,10 @@ export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value
   if (value.length === 0 || value.length > 1024) return null;
   const hashes = db.keyring.hashes('accessToken', value);
   const what = (extras.snapshot ? 1 : 0) | (extras.floor ? 2 : 0);
-  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(LIVE_TOKEN[hashes.length - 1][what], hashes);
+  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(
+    LIVE_TOKEN[hashes.length - 1][what],
+    hashes,
+  );
   // Found by keyed hash: equality of the stored hash is the check (a hash is no secret to time).
   if (!row) return null;
   const token: LiveToken = { tokenId: row.id, userId: row.user_id, scope: row.scope };
@@ -107,7 +118,10 @@ const cut = (text: string, max: number) => (text.length <= max ? text : Array.fr
 export function clientOf(headers: IncomingHttpHeaders): string {
   const xClient = headers['x-client']; // several X-Client headers arrive joined by ", "
   if (xClient !== undefined) return cut(headerText(String(xClient)).trim(), CLIENT_MAX);
-  const product = headerText(headers['user-agent'] ?? '').trim().split(/\s+/)[0] ?? '';
+  const product =
+    headerText(headers['user-agent'] ?? '')
+      .trim()
+      .split(/\s+/)[0] ?? '';
   return cut(product, CLIENT_MAX);
 }
 

@@ -127,13 +127,17 @@ export async function openDatabase(
     throw err;
   }
   const replicas = config.databaseReadUrls?.length
-    ? openReplicas(config.databaseReadUrls, { sql, pool }, {
-        poolSize: config.poolSize,
-        maxLagMs: config.replicaMaxLagMs ?? 2_000,
-        log: options.log ?? silentLog,
-        onStatement: options.onStatement,
-        statementTimeoutMs: config.statementTimeoutMs,
-      })
+    ? openReplicas(
+        config.databaseReadUrls,
+        { sql, pool },
+        {
+          poolSize: config.poolSize,
+          maxLagMs: config.replicaMaxLagMs ?? 2_000,
+          log: options.log ?? silentLog,
+          onStatement: options.onStatement,
+          statementTimeoutMs: config.statementTimeoutMs,
+        },
+      )
     : null;
   const exclusive = async <T>(work: () => Promise<T>): Promise<T> => {
     if (embedded) return work();
@@ -157,28 +161,29 @@ export async function openDatabase(
     shared: embedded ? !embedded.owned : false,
     keyring,
     exclusive,
-    migrate: (converted) => exclusive(async () => {
-      const ran: string[] = [];
-      // Plain tokens need the key to be converted, which SQL migrations never see: run the
-      // migrations up to the one adding the new columns, convert with the key, then the rest
-      // (the next one drops the plain columns; see Migration20261201000000_token_secret_columns).
-      const pending = (await orm.migrator.getPending()).map((m) => m.name);
-      if (pending.includes(DROP_PLAIN_TOKENS)) {
-        if (pending.includes(TOKEN_SECRET_COLUMNS)) ran.push(...(await orm.migrator.up({ to: TOKEN_SECRET_COLUMNS })).map((m) => m.name));
-        const count = await convertPlainTokens(sql, keyring);
-        ran.push(...(await orm.migrator.up()).map((m) => m.name));
-        if (count > 0) {
-          // The plain values are gone from every live row version; the old versions stay in the
-          // table's files until rewritten, so rewrite it once (a short exclusive lock).
-          await pool.query('vacuum full tokens');
-          converted?.(count);
+    migrate: (converted) =>
+      exclusive(async () => {
+        const ran: string[] = [];
+        // Plain tokens need the key to be converted, which SQL migrations never see: run the
+        // migrations up to the one adding the new columns, convert with the key, then the rest
+        // (the next one drops the plain columns; see Migration20261201000000_token_secret_columns).
+        const pending = (await orm.migrator.getPending()).map((m) => m.name);
+        if (pending.includes(DROP_PLAIN_TOKENS)) {
+          if (pending.includes(TOKEN_SECRET_COLUMNS)) ran.push(...(await orm.migrator.up({ to: TOKEN_SECRET_COLUMNS })).map((m) => m.name));
+          const count = await convertPlainTokens(sql, keyring);
+          ran.push(...(await orm.migrator.up()).map((m) => m.name));
+          if (count > 0) {
+            // The plain values are gone from every live row version; the old versions stay in the
+            // table's files until rewritten, so rewrite it once (a short exclusive lock).
+            await pool.query('vacuum full tokens');
+            converted?.(count);
+          }
+        } else {
+          ran.push(...(await orm.migrator.up()).map((m) => m.name));
         }
-      } else {
-        ran.push(...(await orm.migrator.up()).map((m) => m.name));
-      }
-      await checkTokenKeys(sql, keyring);
-      return ran;
-    }),
+        await checkTokenKeys(sql, keyring);
+        return ran;
+      }),
     poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
     readFloors: replicas !== null,
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,

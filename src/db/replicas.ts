@@ -61,7 +61,9 @@ class Replica {
   /** The replay position now (a statement on the replica), or null when it does not answer. */
   async replayPosition(): Promise<bigint | null> {
     try {
-      const [row] = await withTimeout(this.pool.query<{ lsn: string | null; recovery: boolean }>('select pg_last_wal_replay_lsn()::text as lsn, pg_is_in_recovery() as recovery'));
+      const [row] = await withTimeout(
+        this.pool.query<{ lsn: string | null; recovery: boolean }>('select pg_last_wal_replay_lsn()::text as lsn, pg_is_in_recovery() as recovery'),
+      );
       // A server that is no longer in recovery (promoted) is no replica of this primary any more.
       if (!row.recovery || row.lsn === null) return null;
       const lsn = lsnOf(row.lsn);
@@ -141,7 +143,13 @@ export function openReplicas(
         const usable = replica.reachable && replica.lagMs !== null && replica.lagMs <= options.maxLagMs;
         if (usable !== replica.usable) {
           if (usable) options.log.info('replica back in use', { replica: replica.name, lagMs: replica.lagMs });
-          else options.log.warn('replica skipped: reads go to the primary', { replica: replica.name, reachable: replica.reachable, lagMs: replica.lagMs, maxLagMs: options.maxLagMs });
+          else
+            options.log.warn('replica skipped: reads go to the primary', {
+              replica: replica.name,
+              reachable: replica.reachable,
+              lagMs: replica.lagMs,
+              maxLagMs: options.maxLagMs,
+            });
         }
         replica.usable = usable;
       }),

@@ -43,7 +43,10 @@ export interface Transaction extends Sql {
 /** The database could not be reached or answer (no connection, a connection lost): a 503. */
 export class DatabaseUnavailableError extends Error {
   override name = 'DatabaseUnavailableError';
-  constructor(readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(`the database is unavailable (${reason})`, options);
   }
 }
@@ -113,7 +116,9 @@ async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOp
   const { text: numbered, name } = book.prepare(text);
   options.onStatement?.(numbered);
   try {
-    const result = await client.query<R & pg.QueryResultRow>(name ? { name, text: numbered, values: params as unknown[] } : { text: numbered, values: params as unknown[] });
+    const result = await client.query<R & pg.QueryResultRow>(
+      name ? { name, text: numbered, values: params as unknown[] } : { text: numbered, values: params as unknown[] },
+    );
     return result.rows;
   } catch (err) {
     throw unavailable(err);

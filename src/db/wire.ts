@@ -15,7 +15,10 @@ export function wireDate(text: string | null): string | null {
     const fraction = dot === -1 ? '.000' : `${text.slice(dot, text.length - 3)}000`.slice(0, 4);
     return `${text.slice(0, 10)}T${text.slice(11, 19)}${fraction}Z`;
   }
-  const iso = text.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00').replace(/([+-]\d{2}):?(\d{2}):(\d{2})$/, '$1:$2');
+  const iso = text
+    .replace(' ', 'T')
+    .replace(/([+-]\d{2})$/, '$1:00')
+    .replace(/([+-]\d{2}):?(\d{2}):(\d{2})$/, '$1:$2');
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? text : date.toISOString();
 }

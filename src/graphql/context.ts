@@ -64,7 +64,10 @@ export class Loaders {
    * document, so that its arguments are parsed once (`prepare`, on the first parent) and not once
    * per parent; two aliases of a field are two nodes, two loaders.
    */
-  byField<T>(info: GraphQLResolveInfo, prepare: () => (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>): DataLoader<number, T> {
+  byField<T>(
+    info: GraphQLResolveInfo,
+    prepare: () => (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>,
+  ): DataLoader<number, T> {
     const node = info.fieldNodes[0];
     let loader = this.nested.get(node);
     if (!loader) {

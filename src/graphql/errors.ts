@@ -137,7 +137,9 @@ export function whyNotFitting(type: GraphQLInputType, path: readonly (string | n
     const fields = inner.getFields();
     const unknown = Object.keys(value).filter((key) => !Object.hasOwn(fields, key));
     if (unknown.length) return `has a field that ${inner.name} does not define: "${unknown[0].slice(0, 64)}" is not defined by type "${inner.name}"`;
-    const missing = Object.values(fields).filter((f) => isNonNullType(f.type) && f.defaultValue === undefined && (value as Record<string, unknown>)[f.name] === undefined);
+    const missing = Object.values(fields).filter(
+      (f) => isNonNullType(f.type) && f.defaultValue === undefined && (value as Record<string, unknown>)[f.name] === undefined,
+    );
     if (missing.length) return `lacks the required field "${missing[0].name}"`;
     return `is not a valid ${inner.name}`;
   }
@@ -274,9 +276,13 @@ function literalReason(type: GraphQLInputType, node: ASTNode): string {
     case 'Float':
       return 'Float cannot represent non numeric value.';
     case 'Int':
-      return integer !== null && (integer >= INT32 || integer < -INT32) ? 'Int cannot represent non 32-bit signed integer value.' : 'Int cannot represent non-integer value.';
+      return integer !== null && (integer >= INT32 || integer < -INT32)
+        ? 'Int cannot represent non 32-bit signed integer value.'
+        : 'Int cannot represent non-integer value.';
     case 'SafeInt':
-      return integer !== null && (integer > SAFE || integer < -SAFE) ? 'SafeInt cannot represent unsafe integer value.' : 'SafeInt cannot represent non-integer value.';
+      return integer !== null && (integer > SAFE || integer < -SAFE)
+        ? 'SafeInt cannot represent unsafe integer value.'
+        : 'SafeInt cannot represent non-integer value.';
     case 'JSONObject':
       return 'JSONObject cannot represent non-object value.';
     default:

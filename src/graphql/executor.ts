@@ -108,7 +108,9 @@ export function variableErrors(schema: GraphQLSchema, operation: OperationDefini
     const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
     if (!type) continue; // validation has said so
     const fail = (field: string, message: string) =>
-      errors.push(new GraphQLError(message, { nodes: definition, extensions: { code: 'BAD_USER_INPUT', field, details: [{ field, message }], http: { status: 400 } } }));
+      errors.push(
+        new GraphQLError(message, { nodes: definition, extensions: { code: 'BAD_USER_INPUT', field, details: [{ field, message }], http: { status: 400 } } }),
+      );
     if (!Object.hasOwn(values, name) || values[name] === undefined) {
       if (isNonNullType(type) && !definition.defaultValue) fail(`$${name}`, `Variable "$${name}" of required type "${String(type)}" was not provided.`);
       continue;
@@ -175,7 +177,13 @@ function asGraphQLErrors(errors: readonly GraphQLError[] | undefined, source: So
 }
 
 export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExecutor {
-  const run = async (document: DocumentNode, operation: OperationDefinitionNode, operationName: string | null, context: GraphQLContext, variables: Record<string, unknown>): Promise<ExecutionResult> => {
+  const run = async (
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    operationName: string | null,
+    context: GraphQLContext,
+    variables: Record<string, unknown>,
+  ): Promise<ExecutionResult> => {
     const query = compiledFor(schema, document, operation, operationName);
     if (!query) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
     const result = await query.query(undefined, context, variables);
@@ -192,7 +200,13 @@ export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExec
     // A query reads on the read path (a replica that has replayed everything committed before the
     // request, else the primary); a mutation, and everything under it, on the primary.
     if (operation.operation === 'query' && context.reads !== context.sql) {
-      return run(document, operation, operationName, { ...context, sql: context.reads, loaders: new Loaders(context.services, context.caller, context.reads) }, variables);
+      return run(
+        document,
+        operation,
+        operationName,
+        { ...context, sql: context.reads, loaders: new Loaders(context.services, context.caller, context.reads) },
+        variables,
+      );
     }
     if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables);
     // The root fields of one mutation succeed or fail together, as in Hasura: one transaction,

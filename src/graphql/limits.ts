@@ -131,10 +131,13 @@ export function sizeLimitRule(context: ValidationContext): ASTVisitor {
     OperationDefinition(node) {
       const { depth, aliases, fields, repeats } = sizeOf(node.selectionSet, fragments, memo);
       const { maxDepth, maxAliases, maxFields, maxRepeats } = GRAPHQL_LIMITS;
-      if (repeats > maxRepeats) context.reportError(tooBig(`the query repeats the same fields too often to be checked (${repeats} times); select each field once`));
+      if (repeats > maxRepeats)
+        context.reportError(tooBig(`the query repeats the same fields too often to be checked (${repeats} times); select each field once`));
       if (depth > maxDepth) context.reportError(tooBig(`the query is ${depth} levels deep; at most ${maxDepth} are allowed`));
-      if (aliases > maxAliases) context.reportError(tooBig(`the query has ${aliases} aliases (fragments counted at every use); at most ${maxAliases} are allowed`));
-      if (fields > maxFields) context.reportError(tooBig(`the query selects ${fields} fields (fragments counted at every use); at most ${maxFields} are allowed`));
+      if (aliases > maxAliases)
+        context.reportError(tooBig(`the query has ${aliases} aliases (fragments counted at every use); at most ${maxAliases} are allowed`));
+      if (fields > maxFields)
+        context.reportError(tooBig(`the query selects ${fields} fields (fragments counted at every use); at most ${maxFields} are allowed`));
     },
   };
 }
@@ -179,7 +182,12 @@ const knownCosts = new WeakMap<DocumentNode, Map<string, number | 'per-request'>
  * The error of an operation whose cost is over the limit, or null (also null when the variables do
  * not coerce: nothing will run, and execution answers BAD_USER_INPUT).
  */
-export function costProblem(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, operationName: string | null): GraphQLError | null {
+export function costProblem(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  operationName: string | null,
+): GraphQLError | null {
   let byOperation = knownCosts.get(document);
   if (!byOperation) knownCosts.set(document, (byOperation = new Map()));
   const key = operationName ?? '';

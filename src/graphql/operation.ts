@@ -24,9 +24,12 @@ export function operationPlugin(): ApolloServerPlugin<GraphQLContext> {
             throw new GraphQLError(message, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } } });
           }
           if (operation.operation === 'subscription') {
-            throw new GraphQLError('subscriptions run over WebSocket (graphql-transport-ws on /graphql) or Server-Sent Events (POST /graphql with Accept: text/event-stream)', {
-              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
-            });
+            throw new GraphQLError(
+              'subscriptions run over WebSocket (graphql-transport-ws on /graphql) or Server-Sent Events (POST /graphql with Accept: text/event-stream)',
+              {
+                extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+              },
+            );
           }
         },
       };

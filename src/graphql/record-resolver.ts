@@ -74,7 +74,13 @@ export function recordResolver<R extends Resource>(
     const service = serviceOf(ctx);
     return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total'), fields: selectedFields(info, PAGE_RECORDS) });
   });
-  params(Resolver_, 'list', Args(() => types.ListArgsWithDeleted), Ctx(), Info());
+  params(
+    Resolver_,
+    'list',
+    Args(() => types.ListArgsWithDeleted),
+    Ctx(),
+    Info(),
+  );
   Query(() => types.Page, { name: plural })(proto, 'list', d);
   cache('list');
 
@@ -87,8 +93,18 @@ export function recordResolver<R extends Resource>(
       fields: selectedFields(info, CONNECTION_RECORDS),
     });
   });
-  params(Resolver_, 'connection', Args(() => types.ConnectionArgsWithDeleted), Ctx(), Info());
-  Query(() => types.Connection, { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` })(proto, 'connection', d);
+  params(
+    Resolver_,
+    'connection',
+    Args(() => types.ConnectionArgsWithDeleted),
+    Ctx(),
+    Info(),
+  );
+  Query(() => types.Connection, { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` })(
+    proto,
+    'connection',
+    d,
+  );
   cache('connection');
 
   d = method(Resolver_, 'one', async (id: string, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
@@ -96,7 +112,13 @@ export function recordResolver<R extends Resource>(
     requirePermission(caller, read);
     return serviceOf(ctx).find(caller, ctx.sql, parseId(id), { fields: selectedFields(info) });
   });
-  params(Resolver_, 'one', Arg('id', () => ID), Ctx(), Info());
+  params(
+    Resolver_,
+    'one',
+    Arg('id', () => ID),
+    Ctx(),
+    Info(),
+  );
   Query(() => types.Type, { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` })(proto, 'one', d);
   cache('one');
   for (const query of options.queries ?? []) query(Resolver_);
@@ -108,7 +130,12 @@ export function recordResolver<R extends Resource>(
         requirePermission(caller, write);
         return inArgument('input', () => serviceOf(ctx).create(caller, ctx.sql, writeInput(input, 'create')));
       });
-      params(Resolver_, 'create', Arg('input', () => types.Input!), Ctx());
+      params(
+        Resolver_,
+        'create',
+        Arg('input', () => types.Input!),
+        Ctx(),
+      );
       Mutation(() => types.Type, { name: `create${type}`, ...describe('create') })(proto, 'create', d);
     },
     update() {
@@ -118,7 +145,13 @@ export function recordResolver<R extends Resource>(
         const recordId = parseId(id);
         return (await inArgument('input', () => serviceOf(ctx).replace(caller, ctx.sql, recordId, writeInput(input, 'replace')))).record;
       });
-      params(Resolver_, 'update', Arg('id', () => ID), Arg('input', () => types.Input!), Ctx());
+      params(
+        Resolver_,
+        'update',
+        Arg('id', () => ID),
+        Arg('input', () => types.Input!),
+        Ctx(),
+      );
       Mutation(() => types.Type, { name: `update${type}`, ...describe('update', 'Replaces every writable field.') })(proto, 'update', d);
     },
     patch() {
@@ -128,7 +161,13 @@ export function recordResolver<R extends Resource>(
         const recordId = parseId(id);
         return inArgument('input', () => serviceOf(ctx).patch(caller, ctx.sql, recordId, writeInput(input, 'patch')));
       });
-      params(Resolver_, 'patch', Arg('id', () => ID), Arg('input', () => types.Patch!), Ctx());
+      params(
+        Resolver_,
+        'patch',
+        Arg('id', () => ID),
+        Arg('input', () => types.Patch!),
+        Ctx(),
+      );
       Mutation(() => types.Type, { name: `patch${type}`, ...describe('patch', 'Changes only the fields given.') })(proto, 'patch', d);
     },
     destroy() {
@@ -138,7 +177,12 @@ export function recordResolver<R extends Resource>(
         await serviceOf(ctx).destroy(caller, ctx.sql, parseId(id));
         return true;
       });
-      params(Resolver_, 'destroy', Arg('id', () => ID), Ctx());
+      params(
+        Resolver_,
+        'destroy',
+        Arg('id', () => ID),
+        Ctx(),
+      );
       Mutation(() => Boolean, { name: `destroy${type}`, ...describe('destroy') })(proto, 'destroy', d);
     },
     restore() {
@@ -147,7 +191,12 @@ export function recordResolver<R extends Resource>(
         requirePermission(caller, write);
         return serviceOf(ctx).restore(caller, ctx.sql, parseId(id));
       });
-      params(Resolver_, 'restore', Arg('id', () => ID), Ctx());
+      params(
+        Resolver_,
+        'restore',
+        Arg('id', () => ID),
+        Ctx(),
+      );
       Mutation(() => types.Type, { name: `restore${type}`, ...describe('restore') })(proto, 'restore', d);
     },
     apply() {
@@ -157,7 +206,11 @@ export function recordResolver<R extends Resource>(
         return String(await serviceOf(ctx).applyId(caller, ctx.sql));
       });
       params(Resolver_, 'apply', Ctx());
-      Mutation(() => ID, { name: `apply${type}ID`, ...describe('apply', `Reserves the next ${singular} id; update${type} on it creates the ${singular}.`) })(proto, 'apply', d);
+      Mutation(() => ID, { name: `apply${type}ID`, ...describe('apply', `Reserves the next ${singular} id; update${type} on it creates the ${singular}.`) })(
+        proto,
+        'apply',
+        d,
+      );
     },
   };
   for (const mutation of options.mutations) {

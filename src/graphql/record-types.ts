@@ -116,7 +116,7 @@ export function recordTypes(resource: Resource, options: { cacheable: boolean })
   InputType(`${type}Filter`, { description: `Conditions on ${resource.label}s; sibling fields are and-ed.` })(Filter);
 
   const OrderBy = named(`${type}OrderBy`);
-  for (const [name, field] of resource.entries.filter(([, f]) => f.listed && f.graphqlOrder)) define(OrderBy, name, () => SortDirection, { nullable: true });
+  for (const [name] of resource.entries.filter(([, f]) => f.listed && f.graphqlOrder)) define(OrderBy, name, () => SortDirection, { nullable: true });
   const unsortable = resource.entries.filter(([, f]) => f.listed && f.kind === 'secret').map(([name]) => name);
   const why = unsortable.length ? ` (${unsortable.join(' and ')} are stored encrypted and cannot be sorted on)` : '';
   InputType(`${type}OrderBy`, { description: `One sort key: set exactly one field${why}.` })(OrderBy);

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
-import { buildSchema, type PubSub } from 'type-graphql';
+import { buildSchema, type BuildSchemaOptions, type PubSub } from 'type-graphql';
 import { applications } from '../applications/application.resource.js';
 import { auditResolver } from '../audit/audit.graphql.js';
 import { linkResolvers } from '../links/link.graphql.js';
@@ -39,7 +39,7 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
     // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
     // once the schema has subscriptions; ours give their own `subscribe` (events come from the
     // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
-    return buildSchema({ resolvers: resolvers as unknown as [Function, ...Function[]], validate: false, pubSub: NO_TOPICS });
+    return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS });
   })();
   return built;
 }

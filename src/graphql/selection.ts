@@ -35,7 +35,12 @@ function selectedBelow(node: FieldNode, key: string, path: readonly string[], fr
   if (!found) {
     const names = new Set<string>();
     let sets: SelectionSetNode[] = node.selectionSet ? [node.selectionSet] : [];
-    for (const step of path) sets = sets.flatMap((set) => fieldsOf(set, fragments).filter((f) => f.name.value === step && f.selectionSet).map((f) => f.selectionSet!));
+    for (const step of path)
+      sets = sets.flatMap((set) =>
+        fieldsOf(set, fragments)
+          .filter((f) => f.name.value === step && f.selectionSet)
+          .map((f) => f.selectionSet!),
+      );
     for (const set of sets) for (const field of fieldsOf(set, fragments)) names.add(field.name.value);
     byPath.set(key, (found = names));
   }

@@ -81,7 +81,10 @@ function nestingProblem(ctx: AppContext): { code: string; message: string } | nu
   if (typeof params.query === 'string') {
     const depth = documentNesting(params.query);
     if (depth > maxNesting) {
-      return { code: 'GRAPHQL_PARSE_FAILED', message: `the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed` };
+      return {
+        code: 'GRAPHQL_PARSE_FAILED',
+        message: `the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed`,
+      };
     }
   }
   let variables = params.variables;
@@ -219,7 +222,13 @@ export async function createGraphQL(deps: {
    */
   async function callerFor(ctx: AppContext): Promise<Caller | null> {
     const header = authorizationOf(ctx.req);
-    const bodyProblem = header !== undefined && ctx.method === 'POST' ? await readGraphQLBody(ctx).then(() => null, (err: unknown) => ({ err })) : null;
+    const bodyProblem =
+      header !== undefined && ctx.method === 'POST'
+        ? await readGraphQLBody(ctx).then(
+            () => null,
+            (err: unknown) => ({ err }),
+          )
+        : null;
     let caller: Caller;
     try {
       caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId, { snapshot: answers !== null, floor: db.readFloors });
@@ -227,7 +236,12 @@ export async function createGraphQL(deps: {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.
       if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
-      const readable = ctx.method !== 'POST' || (await readGraphQLBody(ctx).then(() => true, () => false));
+      const readable =
+        ctx.method !== 'POST' ||
+        (await readGraphQLBody(ctx).then(
+          () => true,
+          () => false,
+        ));
       if (readable && runsWithoutToken(ctx)) return null;
       throw err;
     }

@@ -100,7 +100,8 @@ export const MAX_HEADER_BYTES = 64 * 1024;
 
 /** The JSON answer to a request Node's parser refused (a header with control characters, headers over 64 KiB, a request that came too slowly). */
 export function clientErrorAnswer(err: Error & { code?: string }): AppError {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return new AppError('HEADERS_TOO_LARGE', `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`);
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    return new AppError('HEADERS_TOO_LARGE', `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`);
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time');
   return AppError.badRequest('the request is not valid HTTP/1.1 (for example, a header holds a control character)');
 }
@@ -119,7 +120,9 @@ export function answerOnSocket(socket: Duplex, error: AppError, givenRequestId?:
   const requestId = requestIdFrom(givenRequestId);
   const status = STATUS_OF[error.code];
   const body = JSON.stringify({ code: status, error: error.code, message: error.message, requestId });
-  const headers = Object.entries(errorHeaders(error)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const headers = Object.entries(errorHeaders(error))
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${headers}Connection: close\r\n\r\n${body}`,

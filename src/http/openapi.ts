@@ -110,7 +110,10 @@ function components(): Schema {
         error: { type: 'string', examples: ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] },
         message: { type: 'string' },
         requestId: { type: 'string' },
-        details: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
+        details: {
+          type: 'array',
+          items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
+        },
       },
     },
     Id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a record id, a bare JSON number' },
@@ -139,7 +142,11 @@ function components(): Schema {
       return schema;
     })(),
     BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
-    TokenParameter: { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } } },
+    TokenParameter: {
+      type: 'object',
+      required: ['token'],
+      properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } },
+    },
     Introspection: {
       type: 'object',
       required: ['active'],
@@ -174,7 +181,13 @@ function components(): Schema {
         '(`{"status":{"in":[1,2]}}`); field names in any case. See the README.',
       examples: { expression: { value: "status ge 1 and lastName ne 'x'" }, json: { value: '{"status":{"in":[1,2]}}' } },
     },
-    orderBy: { name: 'orderBy', in: 'query', schema: { type: 'string' }, description: '`field`, `field asc|desc` or `-field`, comma-separated; default `id asc`', example: 'createdAt desc, lastName' },
+    orderBy: {
+      name: 'orderBy',
+      in: 'query',
+      schema: { type: 'string' },
+      description: '`field`, `field asc|desc` or `-field`, comma-separated; default `id asc`',
+      example: 'createdAt desc, lastName',
+    },
     page: { name: 'page', in: 'query', schema: { type: 'string', pattern: '^[+-]?[0-9]*$' }, description: 'an integer, default 1; below 1 reads as 1' },
     pageSize: {
       name: 'pageSize',
@@ -194,7 +207,8 @@ function components(): Schema {
       name: 'Attrs',
       in: 'header',
       schema: { type: 'string' },
-      description: 'Comma-separated names of the fields to write (any case); a named field missing from the body is written as its default; read-only names are skipped',
+      description:
+        'Comma-separated names of the fields to write (any case); a named field missing from the body is written as its default; read-only names are skipped',
     },
     Prefer: {
       name: 'Prefer',
@@ -228,7 +242,13 @@ function components(): Schema {
       },
     ]),
   );
-  return { schemas, parameters, headers, responses, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <accessToken>' } } };
+  return {
+    schemas,
+    parameters,
+    headers,
+    responses,
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <accessToken>' } },
+  };
 }
 
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
@@ -252,7 +272,11 @@ function listOperation(summary: string, item: Schema, withId: boolean): Schema {
     summary,
     parameters: [...(withId ? [param('id')] : []), param('filter'), param('orderBy'), param('page'), param('pageSize'), ...(withId ? [] : [param('deleted')])],
     responses: {
-      200: { description: 'A page of records, a bare JSON array', headers: { 'X-Total-Count': header('X-Total-Count'), Link: header('Link') }, content: json({ type: 'array', items: records }) },
+      200: {
+        description: 'A page of records, a bare JSON array',
+        headers: { 'X-Total-Count': header('X-Total-Count'), Link: header('Link') },
+        content: json({ type: 'array', items: records }),
+      },
       ...errors(...READ_ERRORS),
     },
   };
@@ -278,13 +302,25 @@ function operations(): Map<string, Schema> {
       parameters: [param('Prefer')],
       requestBody: { required: true, content: json(ref(`${r.schema}Create`)) },
       responses: {
-        201: { description: 'The new id, or the record with Prefer: return=representation', headers: { Location: header('Location') }, content: preferred(ref('Id'), ref(r.schema)) },
+        201: {
+          description: 'The new id, or the record with Prefer: return=representation',
+          headers: { Location: header('Location') },
+          content: preferred(ref('Id'), ref(r.schema)),
+        },
         ...errors(...WRITE_ERRORS),
       },
     });
-    ops.set(`GET ${r.path}/{id}`, { summary: `Get a ${r.label}`, parameters: [param('id')], responses: { 200: { description: `The ${r.label}`, content: json(ref(r.schema)) }, ...errors(...READ_ERRORS) } });
+    ops.set(`GET ${r.path}/{id}`, {
+      summary: `Get a ${r.label}`,
+      parameters: [param('id')],
+      responses: { 200: { description: `The ${r.label}`, content: json(ref(r.schema)) }, ...errors(...READ_ERRORS) },
+    });
     const replace = write(`Replace a ${r.label} (creates it on a reserved id)`, ref(`${r.schema}Replace`), ref(r.schema));
-    (replace.responses as Schema)[201] = { description: 'Created on a reserved id: `1`, or the record', headers: { Location: header('Location') }, content: preferred(ref('One'), ref(r.schema)) };
+    (replace.responses as Schema)[201] = {
+      description: 'Created on a reserved id: `1`, or the record',
+      headers: { Location: header('Location') },
+      content: preferred(ref('One'), ref(r.schema)),
+    };
     ops.set(`PUT ${r.path}/{id}`, replace);
     ops.set(`PATCH ${r.path}/{id}`, write(`Change some fields of a ${r.label}`, ref(`${r.schema}Patch`), ref(r.schema), [param('Attrs')]));
     ops.set(`DELETE ${r.path}/{id}`, {
@@ -332,7 +368,10 @@ function operations(): Map<string, Schema> {
   ops.set('DELETE /token', {
     summary: 'Revoke every live token matching the filter (an empty filter is a 400)',
     parameters: [{ ...param('filter'), required: true } as Schema],
-    responses: { 200: { description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)', content: json(ref('BulkRevocation')) }, ...errors(...READ_ERRORS) },
+    responses: {
+      200: { description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)', content: json(ref('BulkRevocation')) },
+      ...errors(...READ_ERRORS),
+    },
   });
   const tokenBody = { required: true, content: { 'application/x-www-form-urlencoded': { schema: ref('TokenParameter') }, ...json(ref('TokenParameter')) } };
   ops.set('POST /oauth/introspect', {
@@ -343,13 +382,19 @@ function operations(): Map<string, Schema> {
   ops.set('POST /oauth/revoke', {
     summary: 'RFC 7009 token revocation (a token may always revoke itself; others need token:write)',
     requestBody: tokenBody,
-    responses: { 200: { description: 'Revoked, or nothing to revoke', content: json({ type: 'object', properties: { revoked: { type: 'integer', enum: [0, 1] } } }) }, ...errors(400, 401, 403, 415, 503) },
+    responses: {
+      200: { description: 'Revoked, or nothing to revoke', content: json({ type: 'object', properties: { revoked: { type: 'integer', enum: [0, 1] } } }) },
+      ...errors(400, 401, 403, 415, 503),
+    },
   });
   ops.set('GET /authorize/{applicationID}', {
     summary: 'The original family’s authorization call: the token’s user and its right on the application',
     parameters: [param('applicationID')],
     responses: {
-      200: { description: 'The user and its right (0 when not linked)', content: json({ type: 'object', required: ['userID', 'userRight'], properties: { userID: ref('Id'), userRight: scalar('safeInt') } }) },
+      200: {
+        description: 'The user and its right (0 when not linked)',
+        content: json({ type: 'object', required: ['userID', 'userRight'], properties: { userID: ref('Id'), userRight: scalar('safeInt') } }),
+      },
       ...errors(400, 401, 404, 503),
     },
   });
@@ -358,8 +403,14 @@ function operations(): Map<string, Schema> {
 
 const PUBLIC: Record<string, Schema> = {
   'GET /healthz': { summary: 'Liveness', responses: { 200: { description: '{"status":"ok"}', content: json({ type: 'object' }) } } },
-  'GET /readyz': { summary: 'Readiness (database reachable, migrated)', responses: { 200: { description: '{"status":"ready"}', content: json({ type: 'object' }) }, 503: { $ref: '#/components/responses/E503' } } },
-  'GET /metrics': { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+  'GET /readyz': {
+    summary: 'Readiness (database reachable, migrated)',
+    responses: { 200: { description: '{"status":"ready"}', content: json({ type: 'object' }) }, 503: { $ref: '#/components/responses/E503' } },
+  },
+  'GET /metrics': {
+    summary: 'Prometheus metrics',
+    responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+  },
   'GET /openapi.json': { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
   'GET /docs': { summary: 'This document, rendered', responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
 };

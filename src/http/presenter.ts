@@ -27,7 +27,10 @@ function returnPreference(ctx: AppContext): 'representation' | 'minimal' | null 
     const [name, value = ''] = (preference.split(';')[0] ?? '').split('=');
     if (name.trim().toLowerCase() !== 'return') continue;
     // RFC 7240 §2: of a preference given more than once, only the first counts.
-    const wanted = value.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    const wanted = value
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
     return wanted === 'representation' || wanted === 'minimal' ? wanted : null;
   }
   return null;
@@ -104,12 +107,7 @@ export function sendList<T>(ctx: AppContext, page: Page<T>, present: (record: T)
  * 201 + Location: the new id, a bare number, or the record (`Prefer: return=representation`). A PUT
  * that created its record on a reserved id answers `1` instead of the id, as every update does.
  */
-export function sendCreated<R extends { id: number }>(
-  ctx: AppContext,
-  location: string,
-  record: R,
-  options: { byUpdate?: boolean } = {},
-): void {
+export function sendCreated<R extends { id: number }>(ctx: AppContext, location: string, record: R, options: { byUpdate?: boolean } = {}): void {
   ctx.status = 201;
   ctx.set('Location', location);
   ctx.body = preferred(ctx, options.byUpdate ? 1 : record.id, () => record);

@@ -92,7 +92,12 @@ export function recordRoutes<R extends Resource>(options: {
     },
   ];
   if (options.applyPath) {
-    routes.push({ method: 'POST', path: options.applyPath, permission: write, handle: async (ctx, caller, sql) => sendCount(ctx, await service.applyId(caller, sql), 201) });
+    routes.push({
+      method: 'POST',
+      path: options.applyPath,
+      permission: write,
+      handle: async (ctx, caller, sql) => sendCount(ctx, await service.applyId(caller, sql), 201),
+    });
   }
   return routes;
 }

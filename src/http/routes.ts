@@ -61,8 +61,17 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       ctx.state.route = template;
       const header = authorizationOf(ctx.req);
       // Without a credential there is nothing to wait for: the 401 comes at once.
-      const bodyProblem = header === undefined ? null : await readBody(ctx, route.body ?? 'json').then(() => null, (err: unknown) => ({ err }));
-      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, { snapshot: cache !== null, floor: deps.db.readFloors });
+      const bodyProblem =
+        header === undefined
+          ? null
+          : await readBody(ctx, route.body ?? 'json').then(
+              () => null,
+              (err: unknown) => ({ err }),
+            );
+      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, {
+        snapshot: cache !== null,
+        floor: deps.db.readFloors,
+      });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();

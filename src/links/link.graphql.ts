@@ -1,6 +1,23 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { SafeIntResolver } from 'graphql-scalars';
-import { Args, ArgsType, Ctx, Extensions, Field, FieldResolver, ID, Info, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
+import {
+  Args,
+  ArgsType,
+  Ctx,
+  Extensions,
+  Field,
+  FieldResolver,
+  ID,
+  Info,
+  InputType,
+  Int,
+  Mutation,
+  ObjectType,
+  Query,
+  Resolver,
+  Root,
+  type ClassType,
+} from 'type-graphql';
 import { applications } from '../applications/application.resource.js';
 import { requirePermission } from '../auth/caller.js';
 import { AppError } from '../errors.js';
@@ -174,7 +191,12 @@ export function linkResolvers(): ClassType[] {
   class UserLinksResolver {
     @FieldResolver(() => ApplicationLinkPage, { nullable: true, description: forbidden })
     @Extensions(CACHEABLE)
-    async applications(@Root() user: UserRecord, @Args(() => ApplicationLinkListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    async applications(
+      @Root() user: UserRecord,
+      @Args(() => ApplicationLinkListArgs) args: object,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
       return ctx.loaders
         .byField(info, () => {
           requirePermission(callerOf(ctx), 'user:read');
@@ -200,9 +222,17 @@ export function linkResolvers(): ClassType[] {
         .load(user.id);
     }
 
-    @FieldResolver(() => ApplicationLinkConnection, { nullable: true, description: 'The user’s application links as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.' })
+    @FieldResolver(() => ApplicationLinkConnection, {
+      nullable: true,
+      description: 'The user’s application links as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.',
+    })
     @Extensions(CACHEABLE)
-    async applicationsConnection(@Root() user: UserRecord, @Args(() => ApplicationLinkConnectionArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    async applicationsConnection(
+      @Root() user: UserRecord,
+      @Args(() => ApplicationLinkConnectionArgs) args: object,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
       return ctx.loaders
         .byField(info, () => {
           requirePermission(callerOf(ctx), 'user:read');
@@ -214,9 +244,17 @@ export function linkResolvers(): ClassType[] {
         .load(user.id);
     }
 
-    @FieldResolver(() => Role.Connection, { nullable: true, description: 'The user’s roles as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.' })
+    @FieldResolver(() => Role.Connection, {
+      nullable: true,
+      description: 'The user’s roles as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.',
+    })
     @Extensions(CACHEABLE)
-    async rolesConnection(@Root() user: UserRecord, @Args(() => Role.ConnectionArgsWithDeleted) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    async rolesConnection(
+      @Root() user: UserRecord,
+      @Args(() => Role.ConnectionArgsWithDeleted) args: object,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
       return ctx.loaders
         .byField(info, () => {
           requirePermission(callerOf(ctx), 'user:read');

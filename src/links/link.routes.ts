@@ -10,7 +10,13 @@ import { parseIdList, USER_APPLICATION_LIST_FIELDS, USER_ROLE_LIST_FIELDS, type 
 export const LINK_RIGHT_BODY = defineBody({ right: field.safeInt({ required: true }) });
 
 /** GET /user/{id}/application/{applicationID}: the link itself. */
-const presentLink = (link: ApplicationLinkRecord) => ({ userID: link.userID, applicationID: link.applicationID, right: link.right, createdAt: link.createdAt, updatedAt: link.updatedAt });
+const presentLink = (link: ApplicationLinkRecord) => ({
+  userID: link.userID,
+  applicationID: link.applicationID,
+  right: link.right,
+  createdAt: link.createdAt,
+  updatedAt: link.updatedAt,
+});
 
 /** An item of GET /user/{id}/application/: the application, with the link's right. */
 const presentLinkedApplication = (link: ApplicationLinkRecord) => ({ ...link.application, right: link.right });

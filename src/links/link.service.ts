@@ -161,7 +161,10 @@ function link(kind: LinkKind, caller: Caller, sql: Sql, userId: number, ids: rea
       [userId, `{${ids.join(',')}}`],
     );
     if (created.length) {
-      const audit = auditStatement(caller, created.map((row) => linkEvent(kind, 'link', userId, row.linked)));
+      const audit = auditStatement(
+        caller,
+        created.map((row) => linkEvent(kind, 'link', userId, row.linked)),
+      );
       await tx.rows(audit.text, audit.params);
     }
     return created.length;
@@ -180,7 +183,10 @@ function unlink(kind: LinkKind, caller: Caller, sql: Sql, userId: number, ids: r
       [userId, `{${ids.join(',')}}`],
     );
     if (removed.length) {
-      const audit = auditStatement(caller, removed.map((row) => linkEvent(kind, 'unlink', userId, row.unlinked)));
+      const audit = auditStatement(
+        caller,
+        removed.map((row) => linkEvent(kind, 'unlink', userId, row.unlinked)),
+      );
       await tx.rows(audit.text, audit.params);
     }
     return removed.length;
@@ -240,7 +246,10 @@ export function linkService() {
      * valid token may ask about itself; an application that does not exist (or is deleted) is a 404.
      */
     async authorize(caller: Caller, sql: Sql, applicationId: number): Promise<{ userID: number; userRight: number }> {
-      const [application, [linked]] = await Promise.all([sql.rows(LIVE_APPLICATION, [applicationId]), sql.rows<{ right: number }>(LINK_RIGHT, [caller.userId, applicationId])]);
+      const [application, [linked]] = await Promise.all([
+        sql.rows(LIVE_APPLICATION, [applicationId]),
+        sql.rows<{ right: number }>(LINK_RIGHT, [caller.userId, applicationId]),
+      ]);
       if (application.length === 0) throw AppError.notFound(`no application with id ${applicationId}`);
       return { userID: caller.userId, userRight: linked ? linked.right : 0 };
     },
@@ -268,7 +277,11 @@ export function linkService() {
         );
         if (!current) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
         if (current.right !== right) {
-          await tx.rows('update user_applications set "right" = ?, updated_at = now() where user_id = ? and application_id = ?', [right, userId, applicationId]);
+          await tx.rows('update user_applications set "right" = ?, updated_at = now() where user_id = ? and application_id = ?', [
+            right,
+            userId,
+            applicationId,
+          ]);
           const changes = { applicationID: { before: applicationId, after: applicationId }, right: { before: current.right, after: right } };
           const audit = auditStatement(caller, [{ action: 'right', resource: 'application_link', recordID: userId, changes }]);
           await tx.rows(audit.text, audit.params);

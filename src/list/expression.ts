@@ -30,7 +30,14 @@ const MAX_OPEN_PARENTHESES = 32;
 const MAX_QUOTED = 32;
 
 /** Expression operator → JSON operator. */
-const OPERATORS = new Map([['eq', 'eq'], ['ne', 'ne'], ['gt', 'gt'], ['ge', 'gte'], ['lt', 'lt'], ['le', 'lte']]);
+const OPERATORS = new Map([
+  ['eq', 'eq'],
+  ['ne', 'ne'],
+  ['gt', 'gt'],
+  ['ge', 'gte'],
+  ['lt', 'lt'],
+  ['le', 'lte'],
+]);
 const OPERATOR_LIST = 'eq, ne, gt, ge, lt, le';
 /** JSON's number grammar: `007`, `.5`, `+1` and `1.` are words, hence strings. */
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
@@ -77,8 +84,7 @@ const fail = (message: string): never => {
 /** `"=="`, cut short and JSON-escaped so that a message stays one short line whatever was sent. */
 const quote = (text: string) => JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
 
-const isKeyword = (token: Token, keyword: string) =>
-  token.kind === 'word' && token.text.length === keyword.length && token.text.toLowerCase() === keyword;
+const isKeyword = (token: Token, keyword: string) => token.kind === 'word' && token.text.length === keyword.length && token.text.toLowerCase() === keyword;
 
 /** Reads one token at a time, so that the first problem in the text is the one reported. */
 class Lexer {

@@ -104,16 +104,21 @@ function beyond(order: readonly SortKey[], values: readonly unknown[], reverse: 
   }
   const alternatives: SqlFragment[] = [];
   for (let i = 0; i < order.length; i++) {
-    const equal = order.slice(0, i).map((k, j) => (values[j] === null ? { sql: `${k.column} is null`, params: [] } : { sql: `${k.column} = ?`, params: [values[j]] }));
+    const equal = order
+      .slice(0, i)
+      .map((k, j) => (values[j] === null ? { sql: `${k.column} is null`, params: [] } : { sql: `${k.column} = ?`, params: [values[j]] }));
     const k = order[i];
     const v = values[i];
     let past: SqlFragment | null;
-    if (ascending(k)) past = v === null ? null : k.nullable ? { sql: `(${k.column} > ? or ${k.column} is null)`, params: [v] } : { sql: `${k.column} > ?`, params: [v] };
+    if (ascending(k))
+      past = v === null ? null : k.nullable ? { sql: `(${k.column} > ? or ${k.column} is null)`, params: [v] } : { sql: `${k.column} > ?`, params: [v] };
     else past = v === null ? { sql: `${k.column} is not null`, params: [] } : { sql: `${k.column} < ?`, params: [v] };
     if (past) alternatives.push(andAll(...equal, past)!);
   }
   if (alternatives.length === 0) return { sql: 'false', params: [] };
-  return alternatives.length === 1 ? alternatives[0] : { sql: alternatives.map((a) => `(${a.sql})`).join(' or '), params: alternatives.flatMap((a) => a.params) };
+  return alternatives.length === 1
+    ? alternatives[0]
+    : { sql: alternatives.map((a) => `(${a.sql})`).join(' or '), params: alternatives.flatMap((a) => a.params) };
 }
 
 /** The cursor of a row that selected `sortColumns(order)`. */

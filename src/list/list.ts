@@ -99,7 +99,14 @@ export const LIST_LIMITS = {
 const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'like', 'ilike', 'isNull'] as const;
 type Operator = (typeof OPERATORS)[number];
 const SQL_OP: Record<'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'like' | 'ilike', string> = {
-  eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike',
+  eq: '=',
+  ne: '<>',
+  gt: '>',
+  gte: '>=',
+  lt: '<',
+  lte: '<=',
+  like: 'like',
+  ilike: 'ilike',
 };
 const ORDERABLE_OPS: readonly Operator[] = ['gt', 'gte', 'lt', 'lte'];
 
@@ -159,7 +166,6 @@ export function andAll(...parts: (SqlFragment | null | undefined)[]): SqlFragmen
   if (given.length === 1) return given[0];
   return { sql: given.map((p) => `(${p.sql})`).join(' and '), params: given.flatMap((p) => p.params) };
 }
-
 
 /**
  * `page` or `pageSize` (docs/rest.md#lists-filter-orderby-page-pagesize): an integer, read the way the original service read it — a number
@@ -224,7 +230,11 @@ function compileOrder(raw: ListInput['orderBy'], fields: ListFields, problems: F
   const order: SortKey[] = [];
   const seen = new Set<string>();
   const sortKey = (name: string, field: ListField, direction: Direction): SortKey => ({
-    field: name, column: field.column, direction, kind: field.kind, nullable: field.nullable ?? false,
+    field: name,
+    column: field.column,
+    direction,
+    kind: field.kind,
+    nullable: field.nullable ?? false,
   });
   for (const key of keys) {
     const name = canonicalField(fields, key.field);
@@ -312,8 +322,7 @@ export function canonicalField(fields: ListFields, name: string): string | undef
   return names.get(name.toLowerCase());
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
 /** `a or b` of fragments. */
 const orAll = (parts: SqlFragment[]): SqlFragment =>
@@ -417,7 +426,10 @@ function matchSecret(field: ListField, op: 'eq' | 'ne' | 'in' | 'nin', value: st
 
 function checkOperand(field: ListField, op: Operator, operand: unknown): Checked<unknown> {
   if (field.kind === 'secret' && !SECRET_OPS.includes(op)) {
-    return { ok: false, message: `is not supported: this field is stored encrypted and matched through a keyed hash, so it takes only ${SECRET_OPS.join(', ')}` };
+    return {
+      ok: false,
+      message: `is not supported: this field is stored encrypted and matched through a keyed hash, so it takes only ${SECRET_OPS.join(', ')}`,
+    };
   }
   switch (op) {
     case 'isNull':
@@ -478,4 +490,3 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
       return checkDate(value);
   }
 }
-

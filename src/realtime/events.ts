@@ -48,7 +48,12 @@ const EVENT_COLUMNS = `a.id as "eventID", a.action, a.resource, a.record_id as "
 
 /** Events with `after` < id <= `upTo`, in id order, at most `limit` (a condition on `a` narrows them). */
 export const eventsAfter = (sql: Sql, after: number, upTo: number, limit: number, where = 'true', params: unknown[] = []) =>
-  sql.rows<ChangeEvent>(`select ${EVENT_COLUMNS} from audit_events a where a.id > ? and a.id <= ? and (${where}) order by a.id limit ?`, [after, upTo, ...params, limit]);
+  sql.rows<ChangeEvent>(`select ${EVENT_COLUMNS} from audit_events a where a.id > ? and a.id <= ? and (${where}) order by a.id limit ?`, [
+    after,
+    upTo,
+    ...params,
+    limit,
+  ]);
 
 /**
  * The events after `after` (at most `limit`) and those among `gaps` that are there now, with the

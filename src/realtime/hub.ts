@@ -218,10 +218,18 @@ export class Hub {
         if (after > Number(newest ?? 0)) throw AppError.invalid([{ field: 'after', message: 'no event has this id yet: pass an eventID this service sent' }]);
         // The replay reads the audit log from `after` on: how far back it may start is bounded, so
         // that a narrow filter cannot make it scan the whole log.
-        if (upTo - after > MAX_REPLAY_SPAN) throw AppError.invalid([{ field: 'after', message: `more than ${MAX_REPLAY_SPAN} changes happened after it: read the records again, then subscribe without after` }]);
+        if (upTo - after > MAX_REPLAY_SPAN)
+          throw AppError.invalid([
+            { field: 'after', message: `more than ${MAX_REPLAY_SPAN} changes happened after it: read the records again, then subscribe without after` },
+          ]);
         const replay = await eventsAfter(this.sql, after, Math.max(upTo, after), MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
         if (replay.length > MAX_REPLAY) {
-          throw AppError.invalid([{ field: 'after', message: `more than ${MAX_REPLAY} events happened after it: read the records again, then subscribe without after (or with a later eventID)` }]);
+          throw AppError.invalid([
+            {
+              field: 'after',
+              message: `more than ${MAX_REPLAY} events happened after it: read the records again, then subscribe without after (or with a later eventID)`,
+            },
+          ]);
         }
         const live = held.filter((e) => e.eventID > upTo);
         replaying = false;
@@ -290,7 +298,10 @@ export class Hub {
     if (at === null) return;
     // A timer holds at most ~24.8 days: a later expiry is looked at again then.
     const left = at - Date.now();
-    const timer = setTimeout(() => (left > MAX_TIMER_MS ? this.expireAt(connection, at) : connection.close('forbidden')), Math.min(Math.max(left, 0), MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => (left > MAX_TIMER_MS ? this.expireAt(connection, at) : connection.close('forbidden')),
+      Math.min(Math.max(left, 0), MAX_TIMER_MS),
+    );
     timer.unref();
     this.expiries.set(connection, timer);
   }

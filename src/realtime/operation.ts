@@ -29,7 +29,12 @@ import type { RealtimeContext } from './realtime.graphql.js';
  */
 
 /** The context a subscription runs in, on either transport (each event gets fresh loaders: see subscribeFresh). */
-export function subscriptionContext(deps: { db: Database; services: Services }, caller: Caller, requestId: string, realtime: RealtimeContext): GraphQLContext & { realtime: RealtimeContext } {
+export function subscriptionContext(
+  deps: { db: Database; services: Services },
+  caller: Caller,
+  requestId: string,
+  realtime: RealtimeContext,
+): GraphQLContext & { realtime: RealtimeContext } {
   const { db, services } = deps;
   // Subscriptions read on the primary: an event is read right after its commit, which a replica may not have replayed.
   return { caller, requestId, services, sql: db.sql, reads: db.sql, loaders: new Loaders(services, caller, db.sql), realtime };
@@ -57,7 +62,8 @@ export function prepareSubscription(schema: GraphQLSchema, params: SubscriptionP
   if (typeof variables !== 'object' || variables === null || Array.isArray(variables)) return fail('variables must be an object', 'BAD_REQUEST');
   const { maxNesting, maxTokens } = GRAPHQL_LIMITS;
   const depth = documentNesting(query);
-  if (depth > maxNesting) return fail(`the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed`, 'GRAPHQL_PARSE_FAILED');
+  if (depth > maxNesting)
+    return fail(`the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed`, 'GRAPHQL_PARSE_FAILED');
   if (valueNesting(variables, maxNesting + 1) > maxNesting + 1) return fail(`the variables are nested more than ${maxNesting} levels deep`, 'BAD_USER_INPUT');
   let document: DocumentNode;
   try {
@@ -76,9 +82,13 @@ export function prepareSubscription(schema: GraphQLSchema, params: SubscriptionP
   const operation = getOperationAST(document, name);
   if (!operation) {
     const count = document.definitions.filter((d) => d.kind === 'OperationDefinition').length;
-    return fail(name !== null ? `the document has no operation named "${name}"` : `the document has ${count} operations: name the one to run in operationName`, 'OPERATION_RESOLUTION_FAILURE');
+    return fail(
+      name !== null ? `the document has no operation named "${name}"` : `the document has ${count} operations: name the one to run in operationName`,
+      'OPERATION_RESOLUTION_FAILURE',
+    );
   }
-  if (operation.operation !== 'subscription') return fail(`send a ${operation.operation} over HTTP (POST /graphql); this connection runs subscriptions`, 'BAD_REQUEST');
+  if (operation.operation !== 'subscription')
+    return fail(`send a ${operation.operation} over HTTP (POST /graphql); this connection runs subscriptions`, 'BAD_REQUEST');
   const variableValues = variables as Record<string, unknown>;
   const tooCostly = costProblem(schema, document, variableValues, name);
   if (tooCostly) return [tooCostly];
@@ -167,8 +177,11 @@ export async function subscribeFresh(
   const source = await createSourceEventStream(args);
   if (!(Symbol.asyncIterator in source)) return source as ExecutionResult;
   const base = args.contextValue as GraphQLContext;
-  const results = new EventResults((source as AsyncIterable<ChangeEvent>)[Symbol.asyncIterator](), (event) =>
-    execute({ ...args, rootValue: event, contextValue: { ...base, loaders: new Loaders(base.services, base.caller, base.sql) } }) as Promise<ExecutionResult> | ExecutionResult,
+  const results = new EventResults(
+    (source as AsyncIterable<ChangeEvent>)[Symbol.asyncIterator](),
+    (event) =>
+      execute({ ...args, rootValue: event, contextValue: { ...base, loaders: new Loaders(base.services, base.caller, base.sql) } }) as
+        Promise<ExecutionResult> | ExecutionResult,
     options.ready,
   );
   options.started?.(results);

@@ -139,7 +139,8 @@ class LinkEvent {
   @Field(() => ID) userID!: number;
   @Field(() => ID, { nullable: true, description: 'For an application link.' }) applicationID!: number | null;
   @Field(() => ID, { nullable: true, description: 'For a role link.' }) roleID!: number | null;
-  @Field(() => SafeIntResolver, { nullable: true, description: 'An application link’s right after the change (null for a role link or an unlink).' }) right!: number | null;
+  @Field(() => SafeIntResolver, { nullable: true, description: 'An application link’s right after the change (null for a role link or an unlink).' }) right!:
+    number | null;
   @Field(() => DateTime) at!: string;
 }
 
@@ -156,7 +157,8 @@ const mayReadTokensOf = (caller: Caller, userId: number | null) => can(caller, '
 @Resolver(() => TokenEvent)
 class TokenEventResolver {
   @Subscription(() => TokenEvent, {
-    description: 'Every committed change of tokens (of one user’s, with userID), in commit order; with after, the later ones first. Needs token:read, or userID of the caller’s own user.',
+    description:
+      'Every committed change of tokens (of one user’s, with userID), in commit order; with after, the later ones first. Needs token:read, or userID of the caller’s own user.',
     subscribe: async ({ args, context }) => {
       const caller = callerOf(context as GraphQLContext);
       const userId = optionalId(args.userID, 'userID');
@@ -171,7 +173,11 @@ class TokenEventResolver {
       return realtimeOf(context as GraphQLContext).stream('tokenEvents', filter, optionalId(args.after, 'after'));
     },
   })
-  tokenEvents(@Root() event: ChangeEvent, @Arg('after', () => ID, { nullable: true }) _after?: string, @Arg('userID', () => ID, { nullable: true }) _userID?: string) {
+  tokenEvents(
+    @Root() event: ChangeEvent,
+    @Arg('after', () => ID, { nullable: true }) _after?: string,
+    @Arg('userID', () => ID, { nullable: true }) _userID?: string,
+  ) {
     return { ...eventFields(event), id: event.recordID, userID: event.userID };
   }
 
@@ -185,19 +191,27 @@ class TokenEventResolver {
 @Resolver(() => LinkEvent)
 class LinkEventResolver {
   @Subscription(() => LinkEvent, {
-    description: 'Every committed change of users’ application and role links (of one user’s, with userID), in commit order; with after, the later ones first. Needs user:read.',
+    description:
+      'Every committed change of users’ application and role links (of one user’s, with userID), in commit order; with after, the later ones first. Needs user:read.',
     subscribe: async ({ args, context }) => {
       const caller = callerOf(context as GraphQLContext);
       requirePermission(caller, 'user:read');
       const userId = optionalId(args.userID, 'userID');
       const filter: StreamFilter = {
         matches: (e) => (e.resource === 'application_link' || e.resource === 'role_link') && (userId === null || e.recordID === userId),
-        sql: { where: `a.resource in ('application_link', 'role_link')${userId === null ? '' : ' and a.record_id = ?'}`, params: userId === null ? [] : [userId] },
+        sql: {
+          where: `a.resource in ('application_link', 'role_link')${userId === null ? '' : ' and a.record_id = ?'}`,
+          params: userId === null ? [] : [userId],
+        },
       };
       return realtimeOf(context as GraphQLContext).stream('linkEvents', filter, optionalId(args.after, 'after'));
     },
   })
-  linkEvents(@Root() event: ChangeEvent, @Arg('after', () => ID, { nullable: true }) _after?: string, @Arg('userID', () => ID, { nullable: true }) _userID?: string): LinkEvent {
+  linkEvents(
+    @Root() event: ChangeEvent,
+    @Arg('after', () => ID, { nullable: true }) _after?: string,
+    @Arg('userID', () => ID, { nullable: true }) _userID?: string,
+  ): LinkEvent {
     const application = event.resource === 'application_link';
     const right = application && event.action !== 'unlink' ? (changed(event, 'right') ?? (event.action === 'link' ? 0 : null)) : null;
     return {
@@ -246,4 +260,3 @@ export function realtimeResolvers(): ClassType[] {
     LinkEventResolver,
   ];
 }
-

@@ -44,7 +44,9 @@ export interface SseEndpoint {
 /** How long a stream ended by the service (revoked, too slow, stopping) may take to reach its client. */
 const END_GRACE_MS = 5_000;
 
-const errorResult = (reason: CloseReason): ExecutionResult => ({ errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })] });
+const errorResult = (reason: CloseReason): ExecutionResult => ({
+  errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })],
+});
 
 export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
   const { schema, hub, log } = deps;
@@ -70,7 +72,8 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
     wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller) {
-      if (!hub.admit('sse')) throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
+      if (!hub.admit('sse'))
+        throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
       const res = ctx.res;
       let closedWith: CloseReason | null = null;
       let results: EventResults | null = null;

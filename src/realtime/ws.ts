@@ -109,7 +109,14 @@ export function attachWebSockets(
         forgets.get(ws)?.();
         hub.release('ws', reason);
         const tokenId = states.get(ws)?.caller.tokenId;
-        log.info('subscription connection closed', { transport: 'ws', requestId, ...(tokenId ? { tokenId } : {}), code, reason, seconds: Math.round((Date.now() - opened) / 1000) });
+        log.info('subscription connection closed', {
+          transport: 'ws',
+          requestId,
+          ...(tokenId ? { tokenId } : {}),
+          code,
+          reason,
+          seconds: Math.round((Date.now() - opened) / 1000),
+        });
       });
       wss.emit('connection', ws, req);
     });
@@ -154,7 +161,11 @@ export function attachWebSockets(
       onSubscribe: (ctx, _id, payload) => {
         const state = states.get(ctx.extra.socket)!;
         if (Object.keys(ctx.subscriptions).length > MAX_SUBSCRIPTIONS_PER_CONNECTION) {
-          return [new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, { extensions: { code: 'TOO_MANY_REQUESTS' } })];
+          return [
+            new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, {
+              extensions: { code: 'TOO_MANY_REQUESTS' },
+            }),
+          ];
         }
         // Errors go out through onError, formatted.
         return prepareSubscription(schema, payload, subscriptionContext(deps, state.caller, state.requestId, state.realtime));

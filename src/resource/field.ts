@@ -54,7 +54,11 @@ export interface Field {
 }
 
 /** `firstName` → `first_name`, `recordID` → `record_id`. */
-const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toLowerCase();
+const snake = (name: string) =>
+  name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase();
 
 /** A field description without its column (named after the field unless given). */
 export type FieldSpec = Omit<Field, 'column'> & { column?: string };

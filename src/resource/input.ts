@@ -39,7 +39,9 @@ export function checkField(field: Field, value: unknown, options: ParseOptions =
       return checkSafeInteger(value);
     case 'id':
     case 'reference':
-      return typeof value === 'number' || (options.idsAsText && typeof value === 'string') ? checkId(value) : { ok: false, message: 'must be a positive integer' };
+      return typeof value === 'number' || (options.idsAsText && typeof value === 'string')
+        ? checkId(value)
+        : { ok: false, message: 'must be a positive integer' };
     case 'date':
       return checkDate(value);
     default:
@@ -66,7 +68,10 @@ export function parseAttrs(header: string | undefined, resource: Body): string[]
   const byLowerCase = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]));
   const names: string[] = [];
   const unknown: string[] = [];
-  for (const given of header.split(',').map((n) => n.trim()).filter(Boolean)) {
+  for (const given of header
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean)) {
     const name = byLowerCase.get(given.toLowerCase());
     if (name) names.push(name);
     else if (!READ_ONLY.has(given.toLowerCase())) unknown.push(given);
@@ -108,7 +113,9 @@ export function parseWrite<R extends Body>(
     const checked = checkField(field, present ? object[name] : defaultOf(field), options);
     if (checked.ok) values[name] = checked.value;
     else {
-      const why = present ? checked.message : `is named in Attrs but missing from the body, and its default (${JSON.stringify(defaultOf(field))}) is not allowed: it ${checked.message}`;
+      const why = present
+        ? checked.message
+        : `is named in Attrs but missing from the body, and its default (${JSON.stringify(defaultOf(field))}) is not allowed: it ${checked.message}`;
       problems.push({ field: name, message: why });
     }
   }

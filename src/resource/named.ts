@@ -28,7 +28,9 @@ export function namedService(resource: NamedResource) {
   const article = /^[aeiou]/.test(resource.label) ? 'an' : 'a';
   return recordService(resource, {
     conflict: (values) =>
-      AppError.conflict(`${article} ${resource.label} with this name already exists`, [{ field: 'name', message: `"${String(values.name)}" is already in use` }]),
+      AppError.conflict(`${article} ${resource.label} with this name already exists`, [
+        { field: 'name', message: `"${String(values.name)}" is already in use` },
+      ]),
   });
 }
 

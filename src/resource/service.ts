@@ -4,10 +4,31 @@ import { isServerError, type Sql, type Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
 import { compileKeyset, connectionOf, sortColumns, type CompiledKeyset, type Connection, type ConnectionInput } from '../list/keyset.js';
-import { andAll, compileList, deletedScopeSql, orderSql, parseDeleted, type CompiledList, type DeletedScope, type ListFields, type ListInput, type Page, type SqlFragment } from '../list/list.js';
+import {
+  andAll,
+  compileList,
+  deletedScopeSql,
+  orderSql,
+  parseDeleted,
+  type CompiledList,
+  type DeletedScope,
+  type ListFields,
+  type ListInput,
+  type Page,
+  type SqlFragment,
+} from '../list/list.js';
 import type { Field } from './field.js';
 import type { RecordOf, Resource, WritableOf } from './resource.js';
-import { applyStatement, deleteStatement, insertStatement, restoreStatement, updateStatement, type ColumnValue, type Encode, type Statement } from './writes.js';
+import {
+  applyStatement,
+  deleteStatement,
+  insertStatement,
+  restoreStatement,
+  updateStatement,
+  type ColumnValue,
+  type Encode,
+  type Statement,
+} from './writes.js';
 
 /**
  * The operations every record type shares, over one resource definition: list (offset pages and
@@ -39,7 +60,10 @@ export interface RecordKeysetQuery extends CompiledKeyset {
 }
 
 /** Parses a top-level list's inputs against a list's fields (400 naming what is wrong). */
-export const parseRecordQuery = (input: RecordListInput, fields: ListFields): RecordQuery => ({ scope: parseDeleted(input.deleted), ...compileList(input, fields) });
+export const parseRecordQuery = (input: RecordListInput, fields: ListFields): RecordQuery => ({
+  scope: parseDeleted(input.deleted),
+  ...compileList(input, fields),
+});
 export const parseRecordKeyset = (input: RecordConnectionInput, fields: ListFields): RecordKeysetQuery => ({
   scope: parseDeleted(input.deleted),
   ...compileKeyset(input, fields),
@@ -111,7 +135,8 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
   const columnsFor = (fields: ReadonlySet<string> | undefined, scope: DeletedScope = 'live') =>
     fields && projects ? resource.columnsOf(fields, scope !== 'live') : scope === 'live' ? resource.columns : resource.columnsWithDeletedAt;
   const presenterOf = (scope: DeletedScope) => (scope === 'live' ? fromRow : withDeletedAt);
-  const byId = (fields: ReadonlySet<string> | undefined) => (fields && projects ? `select ${columnsFor(fields)} from ${resource.table} t where t.id = ? and t.deleted_at is null` : BY_ID);
+  const byId = (fields: ReadonlySet<string> | undefined) =>
+    fields && projects ? `select ${columnsFor(fields)} from ${resource.table} t where t.id = ? and t.deleted_at is null` : BY_ID;
 
   /** How many records of the scope match: the live count the writes keep when unfiltered, else counted. */
   async function countMatches(sql: Sql, scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
@@ -229,7 +254,10 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
     async findMany(caller: Caller, sql: Sql, ids: readonly number[], options: ReadOptions = {}): Promise<Rec[]> {
       requirePermission(caller, read);
-      const text = options.fields && projects ? `select ${columnsFor(options.fields)} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null` : BY_IDS;
+      const text =
+        options.fields && projects
+          ? `select ${columnsFor(options.fields)} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`
+          : BY_IDS;
       return (await sql.rows<Row>(text, [idArray(ids)])).map(fromRow);
     },
 

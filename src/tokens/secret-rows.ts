@@ -40,7 +40,10 @@ export async function convertPlainTokens(sql: Sql, keyring: Keyring): Promise<nu
       );
       for (const row of rows) {
         // A row converted by an earlier, interrupted start but not yet emptied keeps its ciphertexts.
-        await tx.rows(`${SEAL.replace('where id = ?', ', access_token = null, refresh_token = null where id = ?')}`, sealed(keyring, row.id, row.access_token, row.refresh_token ?? ''));
+        await tx.rows(
+          `${SEAL.replace('where id = ?', ', access_token = null, refresh_token = null where id = ?')}`,
+          sealed(keyring, row.id, row.access_token, row.refresh_token ?? ''),
+        );
       }
       return rows;
     });

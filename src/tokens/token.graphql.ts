@@ -36,7 +36,12 @@ function bulkRevoke(resolver: ClassType): void {
     const caller = callerOf(ctx);
     return ctx.services.tokens.destroyMatching(caller, ctx.sql, listInput({ filter }).filter ?? {});
   });
-  params(resolver, 'destroyTokens', Arg('filter', () => tokenTypes().Filter), Ctx());
+  params(
+    resolver,
+    'destroyTokens',
+    Arg('filter', () => tokenTypes().Filter),
+    Ctx(),
+  );
   Mutation(() => TokenRevocationType, {
     description: 'Revokes every live token matching the filter (an empty filter is refused), except those this token could not have granted.',
   })(resolver.prototype, 'destroyTokens', d);
@@ -65,7 +70,10 @@ export function tokenResolvers(): ClassType[] {
   /** User.tokens(…): the user's tokens, one statement for a whole page of users. */
   @Resolver(() => userTypes().Type)
   class UserTokensResolver {
-    @FieldResolver(() => tokenTypes().Page, { nullable: true, description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.' })
+    @FieldResolver(() => tokenTypes().Page, {
+      nullable: true,
+      description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
+    })
     async tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
       return ctx.loaders
         .byField(info, () => {
@@ -77,8 +85,16 @@ export function tokenResolvers(): ClassType[] {
         .load(user.id);
     }
 
-    @FieldResolver(() => tokenTypes().Connection, { nullable: true, description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.' })
-    async tokensConnection(@Root() user: UserRecord, @Args(() => tokenTypes().ConnectionArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+    @FieldResolver(() => tokenTypes().Connection, {
+      nullable: true,
+      description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
+    })
+    async tokensConnection(
+      @Root() user: UserRecord,
+      @Args(() => tokenTypes().ConnectionArgs) args: object,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
       return ctx.loaders
         .byField(info, () => {
           requirePermission(callerOf(ctx), 'token:read');

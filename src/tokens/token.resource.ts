@@ -18,7 +18,11 @@ export const tokens = defineResource({
   fields: {
     id: field.id(),
     userID: field.reference({ required: true }),
-    accessToken: field.secret(1024, { hmac: 'access_token_hmac', cipher: 'access_token_cipher' }, { required: true, nonEmpty: true, pattern: SENDABLE_AS_BEARER }),
+    accessToken: field.secret(
+      1024,
+      { hmac: 'access_token_hmac', cipher: 'access_token_cipher' },
+      { required: true, nonEmpty: true, pattern: SENDABLE_AS_BEARER },
+    ),
     refreshToken: field.secret(1024, { hmac: 'refresh_token_hmac', cipher: 'refresh_token_cipher' }),
     scope: field.string(255),
     code: field.string(1024),

@@ -58,8 +58,7 @@ async function liveOwner(tx: Transaction, userId: number): Promise<boolean> {
 
 /** RFC 7662 §2.2: what an introspection answers about a token. */
 export type Introspection =
-  | { active: false }
-  | { active: true; scope: string; client_id: string; username: string; sub: string; exp?: number; iat: number; token_type: string };
+  { active: false } | { active: true; scope: string; client_id: string; username: string; sub: string; exp?: number; iat: number; token_type: string };
 
 const INTROSPECTED = `select t.scope, t.client, t.token_type, t.expire_at, t.created_at, u.first_name, u.last_name
     from tokens t join users u on u.id = t.user_id where t.id = ?`;
@@ -245,7 +244,10 @@ export function tokenService(keyring: Keyring) {
             [idArray(ids)],
           );
           const changes = { deletedAt: { before: null, after: at } };
-          const audit = auditStatement(caller, ids.map((recordID) => ({ action: 'revoke' as const, resource: 'token', recordID, changes })));
+          const audit = auditStatement(
+            caller,
+            ids.map((recordID) => ({ action: 'revoke' as const, resource: 'token', recordID, changes })),
+          );
           await tx.rows(audit.text, audit.params);
         }
         return { revoked: ids.length, skipped: matched.length - ids.length };

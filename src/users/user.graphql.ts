@@ -16,7 +16,13 @@ function statusMutation(resolver: ClassType): void {
     const values = parseWrite(USER_STATUS_BODY, { status }, 'create') as { status: number };
     return ctx.services.users.updateStatus(caller, ctx.sql, userId, values.status);
   });
-  params(resolver, 'updateStatus', Arg('id', () => ID), Arg('status', () => Int), Ctx());
+  params(
+    resolver,
+    'updateStatus',
+    Arg('id', () => ID),
+    Arg('status', () => Int),
+    Ctx(),
+  );
   Mutation(() => userTypes().Type, { name: 'updateUserStatus' })(resolver.prototype, 'updateStatus', d);
 }
 

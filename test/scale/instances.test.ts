@@ -79,7 +79,11 @@ test('MIGRATE=false: the instance listens, is not ready until npm run migrate ha
     expect(await statusOf(`${instance.url}/readyz`)).toBe(503);
     await waitFor('the waiting line', () => instance.logLines().some((l) => String(l.msg).includes('waiting for the migrations')));
     expect(await adminQuery(`select count(*)::int as n from pg_tables where tablename = 'users'`, db.url)).toEqual([{ n: 0 }]);
-    const migrate = spawnSync(process.execPath, ['dist/src/cli/migrate.js'], { cwd: root, env: { PATH: process.env.PATH, DATABASE_URL: db.url, TOKEN_KEY: KEY }, encoding: 'utf8' });
+    const migrate = spawnSync(process.execPath, ['dist/src/cli/migrate.js'], {
+      cwd: root,
+      env: { PATH: process.env.PATH, DATABASE_URL: db.url, TOKEN_KEY: KEY },
+      encoding: 'utf8',
+    });
     expect(migrate.status).toBe(0);
     await listening(instance);
     expect(instance.stdout()).toContain('a first one with scope "*" was created');
@@ -137,7 +141,10 @@ ${ports.map((p, n) => `  server s${n} 127.0.0.1:${p} check`).join('\n')}
       const clients = Array.from({ length: 8 }, async (_, c) => {
         for (let n = 0; running; n++) {
           const write = n % 5 === 0;
-          const status = await statusOf(`${base}/user/`, write ? { method: 'POST', headers, body: JSON.stringify({ firstName: `C${c}`, lastName: `N${n}` }) } : { headers });
+          const status = await statusOf(
+            `${base}/user/`,
+            write ? { method: 'POST', headers, body: JSON.stringify({ firstName: `C${c}`, lastName: `N${n}` }) } : { headers },
+          );
           if ((write && status === 201) || (!write && status === 200)) ok++;
           else failures.push(`${write ? 'POST' : 'GET'} ${status}`);
         }
@@ -195,7 +202,13 @@ describe('WORKERS', () => {
       await Promise.all(sockets.map((s) => s.opened));
       const subs = sockets.map((s) => collect(s.client, 'subscription { roleEvents { action role { name } } }'));
       await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(await statusOf(`${primary.url}/role/`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'on-workers' }) })).toBe(201);
+      expect(
+        await statusOf(`${primary.url}/role/`, {
+          method: 'POST',
+          headers: { ...headers, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: 'on-workers' }),
+        }),
+      ).toBe(201);
       for (const sub of subs) expect((await sub.atLeast(1, 2_000))[0].data.roleEvents).toEqual({ action: 'CREATE', role: { name: 'on-workers' } });
       await Promise.all(sockets.map((s) => s.client.dispose()));
       expect(await stopInstance(primary)).toBe(0);

@@ -20,7 +20,13 @@ let bouncerPort: number;
 let db: Awaited<ReturnType<typeof newDatabase>>;
 const instances: Instance[] = [];
 
-const idOf = (field: 2 | 3) => Number(readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'))!.split(':')[field]);
+const idOf = (field: 2 | 3) =>
+  Number(
+    readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('postgres:'))!
+      .split(':')[field],
+  );
 
 beforeAll(async () => {
   db = await newDatabase();
@@ -96,7 +102,9 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
           const graphql = await fetch(`${instance.url}/graphql`, {
             method: 'POST',
             headers,
-            body: JSON.stringify({ query: `mutation { a: patchUser(id: ${id}, input: { status: 2 }) { id } b: createRole(input: { name: "r-${c}-${n}-${randomBytes(3).toString('hex')}" }) { id } }` }),
+            body: JSON.stringify({
+              query: `mutation { a: patchUser(id: ${id}, input: { status: 2 }) { id } b: createRole(input: { name: "r-${c}-${n}-${randomBytes(3).toString('hex')}" }) { id } }`,
+            }),
           });
           count(graphql.status);
           count(await statusOf(`${instance.url}/user/${id}`, { method: 'DELETE', headers }));
@@ -106,7 +114,10 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
   };
   await load(15);
   // Every user event of the load reached both instances' subscribers, once each.
-  const events = await adminQuery<{ id: string }>(`select a.id::text as id from audit_events a where a.resource = 'user' and a.id > ${before} order by a.id`, db.url);
+  const events = await adminQuery<{ id: string }>(
+    `select a.id::text as id from audit_events a where a.resource = 'user' and a.id > ${before} order by a.id`,
+    db.url,
+  );
   for (const sub of watched) {
     await sub.atLeast(events.length, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -116,7 +127,7 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
   await Promise.all(watchers.map((w) => w.client.dispose()));
   // An instance stopped and started again against the same pooler (no statement names left behind to collide with).
   expect(await stopInstance(instances[0])).toBe(0);
-  instances[0] = await startInstance(env);  // reads events through the pooler again
+  instances[0] = await startInstance(env); // reads events through the pooler again
   await listening(instances[0]);
   await load(10);
 

@@ -2,7 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminQuery, asPostgres, freePort, listening, newDatabase, postgresBin, sleep, startInstance, stopInstance, waitFor, type Instance } from '../support/processes.js';
+import {
+  adminQuery,
+  asPostgres,
+  freePort,
+  listening,
+  newDatabase,
+  postgresBin,
+  sleep,
+  startInstance,
+  stopInstance,
+  waitFor,
+  type Instance,
+} from '../support/processes.js';
 
 /**
  * Read replicas (SPEC §11) on a real streaming replica: made with pg_basebackup -R from the test
@@ -39,7 +51,10 @@ beforeAll(async () => {
   }
   startReplica();
   replicaUrl = (db) => `postgres://postgres@127.0.0.1:${replicaPort}/${db}`;
-  await waitFor('the replica to accept connections', async () => (await adminQuery<{ r: boolean }>('select pg_is_in_recovery() as r', replicaUrl('postgres')))[0].r === true);
+  await waitFor(
+    'the replica to accept connections',
+    async () => (await adminQuery<{ r: boolean }>('select pg_is_in_recovery() as r', replicaUrl('postgres')))[0].r === true,
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -56,11 +71,15 @@ afterAll(async () => {
 const startReplica = () => asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-l', join(dataDir, 'log'), '-w', 'start']);
 
 function uidOf(user: string): number {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${user}:`))!;
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${user}:`))!;
   return Number(line.split(':')[2]);
 }
 function gidOf(user: string): number {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${user}:`))!;
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${user}:`))!;
   return Number(line.split(':')[3]);
 }
 
@@ -88,7 +107,13 @@ describe('reads on a streaming replica', () => {
   beforeAll(async () => {
     db = await newDatabase();
     await waitFor('the new database on the replica', async () => (await adminQuery('select 1 as one', replicaUrl(db.name))).length === 1);
-    svc = await startInstance({ DATABASE_URL: db.url, DATABASE_READ_URLS: replicaUrl(db.name), REPLICA_MAX_LAG_MS: '800', TOKEN_KEY: KEY, BOOTSTRAP_TOKEN: bootstrap });
+    svc = await startInstance({
+      DATABASE_URL: db.url,
+      DATABASE_READ_URLS: replicaUrl(db.name),
+      REPLICA_MAX_LAG_MS: '800',
+      TOKEN_KEY: KEY,
+      BOOTSTRAP_TOKEN: bootstrap,
+    });
     await listening(svc);
   }, 120_000);
   afterAll(async () => {
@@ -120,14 +145,22 @@ describe('reads on a streaming replica', () => {
         expect(graphql.body.data.user.lastName).toBe(`P${n}`);
       }
       // Past REPLICA_MAX_LAG_MS behind, the replica is skipped: metrics and one warn line say so.
-      await waitFor('the replica to be skipped', async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_usable{replica="127.0.0.1:${replicaPort}/${db.name}"} 0`), 10_000);
+      await waitFor(
+        'the replica to be skipped',
+        async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_usable{replica="127.0.0.1:${replicaPort}/${db.name}"} 0`),
+        10_000,
+      );
       await waitFor('the warn line', () => svc.logLines().some((l) => l.msg === 'replica skipped: reads go to the primary'));
       expect(svc.logLines().filter((l) => l.msg === 'replica skipped: reads go to the primary')).toHaveLength(1);
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
     } finally {
       await adminQuery('select pg_wal_replay_resume()', replicaUrl('postgres'));
     }
-    await waitFor('the replica back in use', async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_usable{replica="127.0.0.1:${replicaPort}/${db.name}"} 1`), 10_000);
+    await waitFor(
+      'the replica back in use',
+      async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_usable{replica="127.0.0.1:${replicaPort}/${db.name}"} 1`),
+      10_000,
+    );
     await waitFor('the info line', () => svc.logLines().some((l) => l.msg === 'replica back in use'));
     expect((await call('GET', `/user/${id}`)).body.lastName).toBe('P19');
   });
@@ -150,7 +183,11 @@ describe('reads on a streaming replica', () => {
         expect({ status: read.status, lastName: read.body.lastName }).toEqual({ status: 200, lastName: `S${n}` });
       }
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
-      await waitFor('the stopped replica to be skipped', async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_lag_seconds{replica="127.0.0.1:${replicaPort}/${db.name}"} -1`), 10_000);
+      await waitFor(
+        'the stopped replica to be skipped',
+        async () => (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_lag_seconds{replica="127.0.0.1:${replicaPort}/${db.name}"} -1`),
+        10_000,
+      );
     } finally {
       startReplica();
     }

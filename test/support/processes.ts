@@ -102,10 +102,14 @@ export async function startInstance(env: Record<string, string>, port?: number):
 export async function listening(instance: Instance, ms = 60_000): Promise<void> {
   let exited: number | string | undefined;
   void instance.exited.then((code) => (exited = code));
-  await waitFor(`the instance on ${instance.port} to listen`, () => {
-    if (exited !== undefined) throw new Error(`exited ${exited}: ${instance.stderr().slice(-2000)}`);
-    return instance.stdout().includes('listening on');
-  }, ms).catch((err: Error) => {
+  await waitFor(
+    `the instance on ${instance.port} to listen`,
+    () => {
+      if (exited !== undefined) throw new Error(`exited ${exited}: ${instance.stderr().slice(-2000)}`);
+      return instance.stdout().includes('listening on');
+    },
+    ms,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}\nstdout: ${instance.stdout()}\nstderr: ${instance.stderr().slice(-2000)}`);
   });
 }
@@ -138,7 +142,9 @@ export function asPostgres(command: string, args: string[], options: { cwd?: str
 
 /** The directory of PostgreSQL's server programs (pg_ctl, pg_basebackup) of the newest major version installed. */
 export function postgresBin(): string {
-  const majors = readdirSync('/usr/lib/postgresql').filter((d) => /^\d+$/.test(d)).sort((a, b) => Number(b) - Number(a));
+  const majors = readdirSync('/usr/lib/postgresql')
+    .filter((d) => /^\d+$/.test(d))
+    .sort((a, b) => Number(b) - Number(a));
   return `/usr/lib/postgresql/${majors[0]}/bin`;
 }
 

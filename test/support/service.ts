@@ -66,7 +66,8 @@ const ADMIN_URL = process.env.DATABASE_URL;
 
 /** pg's own parsers, but dates, timestamps and intervals kept as the text PostgreSQL sends. */
 const RAW_TYPES = new pg.TypeOverrides();
-for (const oid of [pg.types.builtins.DATE, pg.types.builtins.TIMESTAMP, pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.INTERVAL]) RAW_TYPES.setTypeParser(oid, (value: string) => value);
+for (const oid of [pg.types.builtins.DATE, pg.types.builtins.TIMESTAMP, pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.INTERVAL])
+  RAW_TYPES.setTypeParser(oid, (value: string) => value);
 
 /** Every table, with the key that orders its rows. */
 const TABLES: Record<string, string> = {
@@ -135,9 +136,13 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   });
   const logLines: string[] = [];
   const queries: string[] = [];
-  const running = await startService(config, createLogger(config.logLevel, (line) => logLines.push(line)), {
-    onStatement: (sql) => queries.push(sql),
-  });
+  const running = await startService(
+    config,
+    createLogger(config.logLevel, (line) => logLines.push(line)),
+    {
+      onStatement: (sql) => queries.push(sql),
+    },
+  );
   const base = running.url + config.basePath;
 
   const service: TestService = {
@@ -159,7 +164,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       }
       const response = await fetch(base + path, { method, headers, body });
       const text = await response.text();
-      let parsed: unknown = null;
+      let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : null;
       } catch {
@@ -181,7 +186,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
         body: options.rawBody ?? JSON.stringify({ query, variables }),
       });
       const text = await response.text();
-      let parsed: unknown = null;
+      let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : null;
       } catch {
@@ -202,10 +207,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
         state[table] = await service.sql(`select * from ${table} order by ${order}`);
       }
       for (const table of sequences ? ['users', 'tokens', 'applications', 'roles'] : []) {
-        state[`${table} sequence`] = await service.sql(
-          `select pg_sequence_last_value(pg_get_serial_sequence(?, 'id')::regclass)::text as last`,
-          [table],
-        );
+        state[`${table} sequence`] = await service.sql(`select pg_sequence_last_value(pg_get_serial_sequence(?, 'id')::regclass)::text as last`, [table]);
       }
       return state;
     },
@@ -217,7 +219,13 @@ export async function startTestService(env: Record<string, string> = {}): Promis
         const chunk = accessTokens.slice(i, i + 1000);
         await service.sql(
           `insert into tokens (user_id, access_token_hmac, access_token_cipher, refresh_token_hmac, refresh_token_cipher) values ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
-          chunk.flatMap((value) => [userID, keyring.hash('accessToken', value), keyring.seal('accessToken', value), keyring.hash('refreshToken', ''), keyring.seal('refreshToken', '')]),
+          chunk.flatMap((value) => [
+            userID,
+            keyring.hash('accessToken', value),
+            keyring.seal('accessToken', value),
+            keyring.hash('refreshToken', ''),
+            keyring.seal('refreshToken', ''),
+          ]),
         );
       }
     },

@@ -119,7 +119,10 @@ export function collect(client: WsClient | SseClient, query: string, variables: 
       const deadline = Date.now() + ms;
       while (results.length < count) {
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`expected ${count} results within ${ms} ms, got ${results.length}: ${JSON.stringify(results)}${error ? ` (ended with ${JSON.stringify(error)})` : ''}`);
+        if (left <= 0)
+          throw new Error(
+            `expected ${count} results within ${ms} ms, got ${results.length}: ${JSON.stringify(results)}${error ? ` (ended with ${JSON.stringify(error)})` : ''}`,
+          );
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, left);
           waiters.push(() => {

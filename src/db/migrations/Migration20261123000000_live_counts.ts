@@ -43,9 +43,15 @@ export class Migration20261123000000_live_counts extends Migration {
     for (const table of COUNTED) {
       this.addSql(`insert into live_counts (table_name, live) select '${table}', count(*) from ${table} where deleted_at is null`);
       // A trigger with transition tables serves one event: three of them, plus TRUNCATE.
-      this.addSql(`create trigger ${table}_count_insert after insert on ${table} referencing new table as new_rows for each statement execute function count_live_rows()`);
-      this.addSql(`create trigger ${table}_count_update after update on ${table} referencing old table as old_rows new table as new_rows for each statement execute function count_live_rows()`);
-      this.addSql(`create trigger ${table}_count_delete after delete on ${table} referencing old table as old_rows for each statement execute function count_live_rows()`);
+      this.addSql(
+        `create trigger ${table}_count_insert after insert on ${table} referencing new table as new_rows for each statement execute function count_live_rows()`,
+      );
+      this.addSql(
+        `create trigger ${table}_count_update after update on ${table} referencing old table as old_rows new table as new_rows for each statement execute function count_live_rows()`,
+      );
+      this.addSql(
+        `create trigger ${table}_count_delete after delete on ${table} referencing old table as old_rows for each statement execute function count_live_rows()`,
+      );
       this.addSql(`create trigger ${table}_count_truncate after truncate on ${table} for each statement execute function reset_live_rows()`);
     }
   }

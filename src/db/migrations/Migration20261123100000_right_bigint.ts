@@ -11,9 +11,7 @@ export class Migration20261123100000_right_bigint extends Migration {
     this.addSql(`alter table user_applications alter column "right" type bigint`);
     // The API speaks JSON numbers: a value past 2^53 (written by hand, or carried over from the
     // original's unsigned masks) could not be answered exactly, so the column refuses it.
-    this.addSql(
-      `alter table user_applications add constraint user_applications_right_safe check ("right" between -9007199254740991 and 9007199254740991)`,
-    );
+    this.addSql(`alter table user_applications add constraint user_applications_right_safe check ("right" between -9007199254740991 and 9007199254740991)`);
   }
 
   override async down(): Promise<void> {
