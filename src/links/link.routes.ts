@@ -1,6 +1,6 @@
 import { listQuery, sendCount, sendList, sendUpdated } from '../http/presenter.js';
 import type { RouteSpec } from '../http/routes.js';
-import { compileList } from '../list/list.js';
+import { compileList, type Page } from '../list/list.js';
 import { field } from '../resource/field.js';
 import { parseId, parseWrite } from '../resource/input.js';
 import { defineBody } from '../resource/resource.js';
@@ -21,37 +21,61 @@ const presentLink = (link: ApplicationLinkRecord) => ({
 /** An item of GET /user/{id}/application/: the application, with the link's right. */
 const presentLinkedApplication = (link: ApplicationLinkRecord) => ({ ...link.application, right: link.right });
 
-/** /user/{id}/application/… and /user/{id}/role/. */
-export function linkRoutes(links: LinkService): RouteSpec[] {
+/** What the routes of one kind of link (applications, roles) call, and how a listed item looks. */
+interface LinkKind<T> {
+  /** `application` in /user/{id}/application and in the body's `applicationIDs`. */
+  target: 'application' | 'role';
+  listFields: Parameters<typeof compileList>[1];
+  list: (...args: Parameters<LinkService['listRoles']>) => Promise<Page<T>>;
+  link: LinkService['linkRoles'];
+  unlink: LinkService['unlinkRoles'];
+  present?: (item: T) => unknown;
+}
+
+/** GET (list), POST (link) and DELETE (unlink) /user/{id}/<target>: the same three routes for each kind of link. */
+function linkListRoutes<T>(kind: LinkKind<T>): RouteSpec[] {
+  const path = `/user/:id/${kind.target}`;
+  const idsField = `${kind.target}IDs`;
   return [
     {
       method: 'GET',
-      path: '/user/:id/application',
+      path,
       permission: 'user:read',
       cacheable: true,
       async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendList(ctx, await links.listApplications(caller, sql, id, compileList(listQuery(ctx), USER_APPLICATION_LIST_FIELDS)), presentLinkedApplication);
+        sendList(ctx, await kind.list(caller, sql, parseId(ctx.params.id), compileList(listQuery(ctx), kind.listFields)), kind.present);
       },
     },
     {
       method: 'POST',
-      path: '/user/:id/application',
+      path,
       permission: 'user:write',
       async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendCount(ctx, await links.linkApplications(caller, sql, id, parseIdList(ctx.request.body, 'applicationIDs')), 201);
+        sendCount(ctx, await kind.link(caller, sql, parseId(ctx.params.id), parseIdList(ctx.request.body, idsField)), 201);
       },
     },
     {
       method: 'DELETE',
-      path: '/user/:id/application',
+      path,
       permission: 'user:write',
       async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendCount(ctx, await links.unlinkApplications(caller, sql, id, parseIdList(ctx.request.body, 'applicationIDs')));
+        sendCount(ctx, await kind.unlink(caller, sql, parseId(ctx.params.id), parseIdList(ctx.request.body, idsField)));
       },
     },
+  ];
+}
+
+/** /user/{id}/application/… and /user/{id}/role/. */
+export function linkRoutes(links: LinkService): RouteSpec[] {
+  return [
+    ...linkListRoutes({
+      target: 'application',
+      listFields: USER_APPLICATION_LIST_FIELDS,
+      list: links.listApplications,
+      link: links.linkApplications,
+      unlink: links.unlinkApplications,
+      present: presentLinkedApplication,
+    }),
     {
       method: 'GET',
       path: '/user/:id/application/:applicationID',
@@ -73,33 +97,6 @@ export function linkRoutes(links: LinkService): RouteSpec[] {
         sendUpdated(ctx, await links.updateApplicationLink(caller, sql, id, applicationId, right), presentLink);
       },
     },
-    {
-      method: 'GET',
-      path: '/user/:id/role',
-      permission: 'user:read',
-      cacheable: true,
-      async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendList(ctx, await links.listRoles(caller, sql, id, compileList(listQuery(ctx), USER_ROLE_LIST_FIELDS)));
-      },
-    },
-    {
-      method: 'POST',
-      path: '/user/:id/role',
-      permission: 'user:write',
-      async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendCount(ctx, await links.linkRoles(caller, sql, id, parseIdList(ctx.request.body, 'roleIDs')), 201);
-      },
-    },
-    {
-      method: 'DELETE',
-      path: '/user/:id/role',
-      permission: 'user:write',
-      async handle(ctx, caller, sql) {
-        const id = parseId(ctx.params.id);
-        sendCount(ctx, await links.unlinkRoles(caller, sql, id, parseIdList(ctx.request.body, 'roleIDs')));
-      },
-    },
+    ...linkListRoutes({ target: 'role', listFields: USER_ROLE_LIST_FIELDS, list: links.listRoles, link: links.linkRoles, unlink: links.unlinkRoles }),
   ];
 }

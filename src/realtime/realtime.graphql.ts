@@ -12,6 +12,7 @@ import { applications } from '../applications/application.resource.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenTypes } from '../tokens/token.graphql.js';
 import { userTypes } from '../users/user.graphql.js';
+import { users } from '../users/user.resource.js';
 import type { ChangeEvent } from './events.js';
 import type { StreamFilter } from './hub.js';
 
@@ -68,20 +69,33 @@ function recordOf<T>(event: ChangeEvent, read: () => Promise<T>): Promise<T> {
 /** The common fields of an event. */
 const eventFields = (event: ChangeEvent) => ({ eventID: String(event.eventID), action: event.action as ChangeAction, at: event.at, event });
 
-interface RecordEventSpec {
-  type: string;
-  /** The field holding the record (`user`). */
-  field: string;
-  recordType: () => ClassType;
-  resource: string;
-  permission: Permission;
-  /** The subscription (`userEvents`). */
-  operation: string;
-  read(ctx: GraphQLContext, id: number): Promise<unknown>;
+/** The events of these audit resources, of one record when `recordId` is given: in memory, and as the replay's SQL. */
+function eventsOf(resources: readonly string[], recordId: number | null): StreamFilter {
+  return {
+    matches: (e) => resources.includes(e.resource) && (recordId === null || e.recordID === recordId),
+    sql: {
+      where: `a.resource in (${resources.map((r) => `'${r}'`).join(', ')})${recordId === null ? '' : ' and a.record_id = ?'}`,
+      params: recordId === null ? [] : [recordId],
+    },
+  };
 }
 
-/** UserEvent, ApplicationEvent, RoleEvent: `{ eventID action id at <record> }` and their subscription. */
-function recordEvents(spec: RecordEventSpec): ClassType[] {
+/** A resource whose records have events of their own: its definition's name and GraphQL type, and how to read one. */
+interface EventfulResource {
+  /** Its definition (`users`, …): the audit log's resource name, the GraphQL type's name. */
+  definition: { name: string; type: string };
+  recordType: () => ClassType;
+  find(ctx: GraphQLContext, id: number): Promise<unknown>;
+}
+
+/**
+ * UserEvent, ApplicationEvent, RoleEvent (`{ eventID action id at <record> }`) and their
+ * subscriptions (`userEvents`, …), derived from the resource: the names, the read permission,
+ * the audit log's resource.
+ */
+function recordEvents(resource: EventfulResource): ClassType[] {
+  const { name, type } = resource.definition;
+  const spec = { type: `${type}Event`, field: name, operation: `${name}Events`, permission: `${name}:read` as Permission };
   @ObjectType(spec.type, { description: `A committed change of ${/^[aeiou]/.test(spec.field) ? 'an' : 'a'} ${spec.field} (its audit event).` })
   class RecordEvent {
     @Field(() => ID, { description: 'The audit event’s id: pass it as `after` to resume after it.' }) eventID!: string;
@@ -100,11 +114,7 @@ function recordEvents(spec: RecordEventSpec): ClassType[] {
       subscribe: async ({ args, context }) => {
         const caller = callerOf(context as GraphQLContext);
         requirePermission(caller, spec.permission);
-        const id = optionalId(args.id, 'id');
-        const filter: StreamFilter = {
-          matches: (e) => e.resource === spec.resource && (id === null || e.recordID === id),
-          sql: { where: `a.resource = '${spec.resource}'${id === null ? '' : ' and a.record_id = ?'}`, params: id === null ? [] : [id] },
-        };
+        const filter = eventsOf([name], optionalId(args.id, 'id'));
         return realtimeOf(context as GraphQLContext).stream(spec.operation, filter, optionalId(args.after, 'after'));
       },
     })
@@ -112,10 +122,10 @@ function recordEvents(spec: RecordEventSpec): ClassType[] {
       return { ...eventFields(event), id: event.recordID };
     }
 
-    @FieldResolver(spec.recordType, { nullable: true, name: spec.field, description: `As ${spec.field}(id) would answer it now: null once deleted.` })
+    @FieldResolver(resource.recordType, { nullable: true, name: spec.field, description: `As ${spec.field}(id) would answer it now: null once deleted.` })
     record(@Root() event: RecordEvent, @Ctx() ctx: GraphQLContext) {
       requirePermission(callerOf(ctx), spec.permission);
-      return recordOf(event.event, () => spec.read(ctx, event.id));
+      return recordOf(event.event, () => resource.find(ctx, event.id));
     }
   }
   Object.defineProperty(RecordEventResolver, 'name', { value: `${spec.type}Resolver` });
@@ -196,14 +206,8 @@ class LinkEventResolver {
     subscribe: async ({ args, context }) => {
       const caller = callerOf(context as GraphQLContext);
       requirePermission(caller, 'user:read');
-      const userId = optionalId(args.userID, 'userID');
-      const filter: StreamFilter = {
-        matches: (e) => (e.resource === 'application_link' || e.resource === 'role_link') && (userId === null || e.recordID === userId),
-        sql: {
-          where: `a.resource in ('application_link', 'role_link')${userId === null ? '' : ' and a.record_id = ?'}`,
-          params: userId === null ? [] : [userId],
-        },
-      };
+      // A link's audit record is its user.
+      const filter = eventsOf(['application_link', 'role_link'], optionalId(args.userID, 'userID'));
       return realtimeOf(context as GraphQLContext).stream('linkEvents', filter, optionalId(args.after, 'after'));
     },
   })
@@ -228,34 +232,16 @@ class LinkEventResolver {
 
 /** The realtime resolvers, for the schema. */
 export function realtimeResolvers(): ClassType[] {
+  // Each event's record is read once on this instance, whoever subscribes (each subscriber's
+  // permission is checked before): so as the service itself.
   return [
+    ...recordEvents({ definition: users, recordType: () => userTypes().Type, find: (ctx, id) => ctx.services.users.find(SYSTEM_CALLER, ctx.sql, id) }),
     ...recordEvents({
-      type: 'UserEvent',
-      field: 'user',
-      recordType: () => userTypes().Type,
-      resource: 'user',
-      permission: 'user:read',
-      operation: 'userEvents',
-      read: (ctx, id) => ctx.services.users.find(SYSTEM_CALLER, ctx.sql, id),
-    }),
-    ...recordEvents({
-      type: 'ApplicationEvent',
-      field: 'application',
+      definition: applications,
       recordType: () => namedTypes(applications).Type,
-      resource: 'application',
-      permission: 'application:read',
-      operation: 'applicationEvents',
-      read: (ctx, id) => ctx.services.applications.find(SYSTEM_CALLER, ctx.sql, id),
+      find: (ctx, id) => ctx.services.applications.find(SYSTEM_CALLER, ctx.sql, id),
     }),
-    ...recordEvents({
-      type: 'RoleEvent',
-      field: 'role',
-      recordType: () => namedTypes(roles).Type,
-      resource: 'role',
-      permission: 'role:read',
-      operation: 'roleEvents',
-      read: (ctx, id) => ctx.services.roles.find(SYSTEM_CALLER, ctx.sql, id),
-    }),
+    ...recordEvents({ definition: roles, recordType: () => namedTypes(roles).Type, find: (ctx, id) => ctx.services.roles.find(SYSTEM_CALLER, ctx.sql, id) }),
     TokenEventResolver,
     LinkEventResolver,
   ];

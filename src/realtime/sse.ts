@@ -122,7 +122,7 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
           // Distinct connections mode is chosen by an Accept of exactly text/event-stream; the
           // request's may list more types (this endpoint has already chosen the stream).
           headers: { get: (key: string) => (key.toLowerCase() === 'accept' ? 'text/event-stream' : ctx.get(key) || null) },
-          body: () => JSON.stringify(ctx.request.body),
+          body: ctx.request.body as Record<string, unknown>, // read and parsed already (an object)
           raw: ctx.req,
           context,
         });

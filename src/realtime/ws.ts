@@ -35,11 +35,16 @@ import type { RealtimeContext } from './realtime.graphql.js';
 /** The path upgrades are served on: the one GraphQL is served on over HTTP. */
 const PATH = '/graphql';
 
-/** What a socket is known by once its connection_init is accepted. */
+/** What this side knows of a socket: from its upgrade on, and once its connection_init is accepted. */
 interface SocketState {
-  caller: Caller;
+  /** Its upgrade's X-Request-Id, else a new one. */
   requestId: string;
-  realtime: RealtimeContext;
+  /** Why this side closed it (the peer's close frame may say otherwise, or nothing). */
+  closedFor?: string;
+  /** Once authenticated: the caller, its subscriptions' access to the hub, and how the hub forgets it. */
+  caller?: Caller;
+  realtime?: RealtimeContext;
+  forget?: () => void;
 }
 
 export interface WebSocketEndpoint {
@@ -78,13 +83,8 @@ export function attachWebSockets(
   const { schema, db, hub, log } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const states = new WeakMap<WebSocket, SocketState>();
-  /** Each socket's request id (its upgrade's X-Request-Id, else a new one), and how the hub forgets it. */
-  const requestIds = new WeakMap<WebSocket, string>();
-  const forgets = new WeakMap<WebSocket, () => void>();
-  /** Why this side closed a socket (the peer's close frame may say otherwise, or nothing). */
-  const closedFor = new WeakMap<WebSocket, string>();
-  const closeWith = (socket: WebSocket, reason: CloseReason) => {
-    if (!closedFor.has(socket)) closedFor.set(socket, closeName(reason));
+  const closeWith = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
+    state.closedFor ??= closeName(reason);
     socket.close(CLOSE[reason].code, CLOSE[reason].reason);
   };
 
@@ -96,19 +96,20 @@ export function attachWebSockets(
       return answerOnSocket(socket, new AppError('FORBIDDEN', 'this Origin may not open a socket here (CORS_ORIGINS lists those that may)'), given);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const requestId = requestIdFrom(given);
+      const state: SocketState = { requestId: requestIdFrom(given) };
+      const { requestId } = state;
       if (!hub.admit('ws')) {
         log.info('subscription connection refused', { transport: 'ws', requestId, reason: 'too_many' });
-        return closeWith(ws, 'tooMany');
+        return closeWith(ws, state, 'tooMany');
       }
-      requestIds.set(ws, requestId);
+      states.set(ws, state);
       const opened = Date.now();
       ws.once('close', (code, text) => {
         // The reason this side closed for, else what the close frame says (the client's doing).
-        const reason = closedFor.get(ws) ?? closeReasonOf(code, String(text));
-        forgets.get(ws)?.();
+        const reason = state.closedFor ?? closeReasonOf(code, String(text));
+        state.forget?.();
         hub.release('ws', reason);
-        const tokenId = states.get(ws)?.caller.tokenId;
+        const tokenId = state.caller?.tokenId;
         log.info('subscription connection closed', {
           transport: 'ws',
           requestId,
@@ -130,13 +131,14 @@ export function attachWebSockets(
       connectionInitWaitTimeout: 3_000,
       onConnect: async (ctx: Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>) => {
         const { socket, request } = ctx.extra;
-        const requestId = requestIds.get(socket) ?? requestIdFrom(undefined);
+        const state = states.get(socket)!; // set at the upgrade, before graphql-ws sees the socket
+        const { requestId } = state;
         let caller: Caller;
         try {
           caller = await authenticate(db, authorizationOfParams(ctx.connectionParams), clientOf(request.headers), requestId, {});
         } catch (err) {
           if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
-          closeWith(socket, 'unauthorized');
+          closeWith(socket, state, 'unauthorized');
           return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
         }
         if (socket.readyState !== socket.OPEN) return false;
@@ -144,22 +146,22 @@ export function attachWebSockets(
           tokenId: caller.tokenId,
           userId: caller.userId,
           transport: 'ws',
-          close: (why: CloseReason) => closeWith(socket, why),
+          close: (why: CloseReason) => closeWith(socket, state, why),
         };
-        const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
-        states.set(socket, { caller, requestId, realtime });
+        state.caller = caller;
+        state.realtime = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
         const forget = await hub.addConnection(connection);
         // Closed meanwhile: its close handler found nothing to forget yet.
         if (socket.readyState !== socket.OPEN) {
           forget();
           return false;
         }
-        forgets.set(socket, forget);
+        state.forget = forget;
         log.info('subscription connection opened', { transport: 'ws', requestId, tokenId: caller.tokenId, userId: caller.userId });
         return true;
       },
       onSubscribe: (ctx, _id, payload) => {
-        const state = states.get(ctx.extra.socket)!;
+        const state = states.get(ctx.extra.socket)!; // acknowledged: authenticated
         if (Object.keys(ctx.subscriptions).length > MAX_SUBSCRIPTIONS_PER_CONNECTION) {
           return [
             new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, {
@@ -168,7 +170,7 @@ export function attachWebSockets(
           ];
         }
         // Errors go out through onError, formatted.
-        return prepareSubscription(schema, payload, subscriptionContext(deps, state.caller, state.requestId, state.realtime));
+        return prepareSubscription(schema, payload, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
       },
       subscribe: (args) => subscribeFresh(args),
       onNext: (ctx, _id, _payload, _args, result) => formatResult(result, states.get(ctx.extra.socket)?.requestId ?? '') ?? undefined,
