@@ -11,7 +11,7 @@ import { GRAPHQL_METHODS, type GraphQLEndpoint } from './graphql/server.js';
 import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, serviceVersion } from './http/docs.js';
-import { answerAndLog, httpEdge, requestScope } from './http/middleware.js';
+import { requestEdge } from './http/middleware.js';
 import { openApiDocument } from './http/openapi.js';
 import { mountRoutes, type Method, type RouteSpec } from './http/routes.js';
 import { linkRoutes } from './links/link.routes.js';
@@ -53,18 +53,17 @@ export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: str
 }
 
 /**
- * The Koa application, one pipeline for every request: request id and metrics, CORS, error answers
- * and the request log, the HTTP edge checks; then the health probes and documents, GraphQL, and the REST
+ * The Koa application, one pipeline for every request: the edge (request id, HTTP edge checks, error
+ * answers, the request log and metrics), CORS; then the health probes and documents, GraphQL, and the REST
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
 export function createApp({ config, db, services, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
-  app.use(requestScope(metrics ? (ctx) => metrics.observe(ctx) : null));
+  app.use(requestEdge(log, new DatabaseOutage(log), metrics ? (ctx) => metrics.observe(ctx) : null));
+  // Inside the edge: an error answer keeps the CORS headers set before the request ran.
   if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
-  app.use(answerAndLog(log, new DatabaseOutage(log)));
-  app.use(httpEdge);
 
   const health = new Router<AppState>();
   const publicRoutes: { method: Method; path: string }[] = [];

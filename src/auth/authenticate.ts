@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import type { Keyring } from '../tokens/secrets.js';
+import { headerCount } from '../shared/headers.js';
 import { bearerOf } from './bearer.js';
 import { parseScopes, type Caller } from './caller.js';
 
@@ -130,7 +131,7 @@ export function clientOf(headers: IncomingHttpHeaders): string {
  * request that sends two is ambiguous (which credential did the caller mean?), so it is a 400.
  */
 export function authorizationOf(req: IncomingMessage): string | undefined {
-  const all = req.headersDistinct.authorization;
-  if (all && all.length > 1) throw AppError.badRequest(`send one Authorization header, not ${all.length}`);
-  return all?.[0] || undefined;
+  const count = headerCount(req.rawHeaders, 'authorization');
+  if (count > 1) throw AppError.badRequest(`send one Authorization header, not ${count}`);
+  return req.headers.authorization || undefined;
 }
