@@ -13,7 +13,8 @@ export interface AppState {
   /** The GraphQL operation a /graphql request ran (for the request log and metrics). */
   graphql?: { name: string | null; type: string };
   /** Whether a cacheable read was answered from the read cache; unset for other requests. */
-  readCache?: 'hit' | 'miss';
+  /** What the read cache did: served the answer, found none, or stood aside (the database is being written too fast for kept answers to be reused). */
+  readCache?: 'hit' | 'miss' | 'aside';
 }
 
 export type AppContext = ParameterizedContext<AppState>;

@@ -63,7 +63,7 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
   });
   const cacheLookups = new Counter({
     name: 'read_cache_lookups_total',
-    help: 'Cacheable reads (REST and GraphQL), by whether the read cache answered them (hit) or not (miss)',
+    help: 'Cacheable reads (REST and GraphQL), by whether the read cache answered them (hit), did not (miss), or stood aside under writes too frequent for kept answers to be reused (aside)',
     labelNames: ['result'] as const,
     registers: [registry],
   });

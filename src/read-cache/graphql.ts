@@ -38,6 +38,10 @@ export class GraphQLReadCache {
   keyOf(ctx: AppContext, caller: Caller | null, query: unknown, raw: string | undefined): string | null {
     if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || typeof query !== 'string' || raw === undefined) return null;
     if (!this.documents.test(query)) return null;
+    if (!this.store.inUse(caller)) {
+      ctx.state.readCache = 'aside';
+      return null;
+    }
     return `graphql\n${ctx.method}\n${ctx.get('Content-Type')}\n${ctx.get('Accept')}\n${raw}`;
   }
 

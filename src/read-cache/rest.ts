@@ -19,6 +19,10 @@ export function cachedRead(store: ReadCache) {
   return async function readCache(ctx: AppContext, next: Next): Promise<void> {
     const { caller } = ctx.state;
     if (ctx.method !== 'GET' || !caller.snapshot) return next();
+    if (!store.inUse(caller)) {
+      ctx.state.readCache = 'aside';
+      return next();
+    }
     const key = `rest ${ctx.originalUrl}`;
     const hit = store.get<KeptRead>(caller, key);
     ctx.state.readCache = hit ? 'hit' : 'miss';

@@ -23,6 +23,16 @@ import type { Caller } from '../auth/caller.js';
  */
 const MAX_AGE_MS = 60_000;
 
+/**
+ * Snapshot moves a second (seen in the cacheable requests' token lookups) above which the store
+ * stands aside: under that many writes an answer is outdated long before the same request comes
+ * again (a hit needs the very same snapshot), so keeping answers would only cost each request a
+ * copy of its answer and the store its churn. It neither keeps nor serves while the last window
+ * was that busy, and takes up again after a quieter one.
+ */
+const BUSY_MOVES_PER_SECOND = 50;
+const WINDOW_MS = 1_000;
+
 interface Entry {
   snapshot: string;
   value: unknown;
@@ -31,6 +41,11 @@ interface Entry {
 
 export class ReadCache {
   private readonly entries: LRUCache<string, Entry>;
+  /** The snapshot last seen, how often it moved in the current window, and since when that window runs. */
+  private lastSnapshot = '';
+  private moves = 0;
+  private windowStart = 0;
+  private standingAside = false;
 
   constructor(maxBytes: number) {
     this.entries = new LRUCache<string, Entry>({
@@ -39,6 +54,28 @@ export class ReadCache {
       // Keys are JS strings (up to two bytes a character), values their encoded bytes.
       sizeCalculation: (entry, key) => key.length * 2 + entry.bytes + 64,
     });
+  }
+
+  /**
+   * Whether a cacheable request should look for a kept answer (and keep its own): it has a
+   * snapshot, and the database is not being written faster than answers could be reused (see
+   * BUSY_MOVES_PER_SECOND). Called once per cacheable request: it counts the snapshot's moves.
+   */
+  inUse(caller: Caller): boolean {
+    const { snapshot } = caller;
+    if (!snapshot) return false;
+    if (snapshot !== this.lastSnapshot) {
+      this.lastSnapshot = snapshot;
+      this.moves++;
+    }
+    const now = performance.now();
+    const elapsed = now - this.windowStart;
+    if (elapsed >= WINDOW_MS) {
+      this.standingAside = (this.moves * WINDOW_MS) / elapsed > BUSY_MOVES_PER_SECOND;
+      this.moves = 0;
+      this.windowStart = now;
+    }
+    return !this.standingAside;
   }
 
   /** The value stored under this key for this caller's scopes, made under exactly the snapshot the caller's token lookup read. */

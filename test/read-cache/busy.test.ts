@@ -1,0 +1,64 @@
+import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * The read cache stands aside under a steady flow of writes (docs/architecture.md#the-read-cache):
+ * an answer kept then would be outdated before the same request came again. It neither serves nor
+ * keeps while the snapshot moved more than 50 times in the last second, says so (`readCache:
+ * "aside"` in the request log, `result="aside"` in /metrics), answers stay fresh, and it takes up
+ * again after a quiet second.
+ */
+let svc: TestService;
+let userId: number;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  userId = (await svc.request('POST', '/user/', { body: { firstName: 'Busy', lastName: 'Reader' } })).body;
+});
+afterAll(() => svc?.stop());
+
+/** What the read cache did for the last request on `route` (from its log line). */
+const lastReadCache = (route: string) =>
+  svc.logLines
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.msg === 'request' && line.route === route)
+    .at(-1)?.readCache;
+
+const asideCount = async () =>
+  Number(/^read_cache_lookups_total\{result="aside"\} (\d+)$/m.exec((await svc.request('GET', '/metrics', { token: null })).text)?.[1] ?? 0);
+
+test('under more than 50 writes a second the cache stands aside, answers stay fresh, and it serves again after a quiet second', async () => {
+  const path = `/user/${userId}`;
+  // Quiet: the second read is served from the cache.
+  await svc.request('GET', path);
+  await svc.request('GET', path);
+  expect(lastReadCache('/user/:id')).toBe('hit');
+
+  // Busy: a write before every read, for a bit over two seconds (two windows of one second).
+  const asideBefore = await asideCount();
+  const until = Date.now() + 2_300;
+  let n = 0;
+  let seen: unknown;
+  while (Date.now() < until) {
+    n++;
+    expect((await svc.request('PATCH', path, { body: { firstName: `Busy ${n}` } })).status).toBe(200);
+    const read = await svc.request('GET', path);
+    expect(read.body.firstName).toBe(`Busy ${n}`); // never an answer from before the write
+    seen = lastReadCache('/user/:id');
+  }
+  expect(n).toBeGreaterThan(60); // the flow really was above the threshold
+  expect(seen).toBe('aside');
+  expect(await asideCount()).toBeGreaterThan(asideBefore);
+  // GraphQL's cacheable reads stand aside too.
+  const query = `{ user(id: ${userId}) { id firstName } }`;
+  expect((await svc.graphql(query)).body.data.user.firstName).toBe(`Busy ${n}`);
+  expect(lastReadCache('/graphql')).toBe('aside');
+
+  // Quiet again: after a second without writes the cache keeps and serves answers again.
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  const deadline = Date.now() + 5_000;
+  while (lastReadCache('/user/:id') !== 'hit' && Date.now() < deadline) {
+    const read = await svc.request('GET', path);
+    expect(read.body.firstName).toBe(`Busy ${n}`);
+  }
+  expect(lastReadCache('/user/:id')).toBe('hit');
+});
