@@ -6,6 +6,7 @@ import { Migration20261201000000_token_secret_columns } from './Migration2026120
 import { Migration20261201000100_drop_plain_tokens } from './Migration20261201000100_drop_plain_tokens.js';
 import { Migration20261202000000_directory_version } from './Migration20261202000000_directory_version.js';
 import { Migration20261203000000_drop_directory_version } from './Migration20261203000000_drop_directory_version.js';
+import { Migration20261204000000_live_counts_on_liveness_changes } from './Migration20261204000000_live_counts_on_liveness_changes.js';
 
 /** The migration after which the service converts plain tokens with its key (see that migration). */
 export const TOKEN_SECRET_COLUMNS = 'Migration20261201000000_token_secret_columns';
@@ -21,4 +22,5 @@ export const migrations = [
   { name: 'Migration20261201000100_drop_plain_tokens', class: Migration20261201000100_drop_plain_tokens },
   { name: 'Migration20261202000000_directory_version', class: Migration20261202000000_directory_version },
   { name: 'Migration20261203000000_drop_directory_version', class: Migration20261203000000_drop_directory_version },
+  { name: 'Migration20261204000000_live_counts_on_liveness_changes', class: Migration20261204000000_live_counts_on_liveness_changes },
 ];

@@ -1,0 +1,67 @@
+import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * The live-row counts behind unfiltered totals (src/db/migrations: live_counts, and the row-level
+ * update trigger that moves them only when a row's liveness changes) stay exact whoever writes: the
+ * service, or SQL by hand in bulk, including updates that set `deleted_at` without changing
+ * liveness (a new deletion time) and updates that do not touch it at all.
+ */
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(() => svc?.stop());
+
+async function liveCounts() {
+  const kept = await svc.sql<{ table_name: string; live: string }>('select table_name, live from live_counts order by table_name');
+  const counted: Record<string, number> = {};
+  for (const { table_name } of kept) {
+    const [row] = await svc.sql<{ n: string }>(`select count(*) as n from ${table_name} where deleted_at is null`);
+    counted[table_name] = Number(row.n);
+  }
+  return { kept: Object.fromEntries(kept.map((r) => [r.table_name, Number(r.live)])), counted };
+}
+
+const total = async () => Number((await svc.request('GET', '/user/?pageSize=1')).headers.get('x-total-count'));
+
+test('live counts follow soft deletes and restores made by hand, in bulk and one by one, and ignore other updates', async () => {
+  const ids: number[] = [];
+  for (let i = 0; i < 5; i++) ids.push((await svc.request('POST', '/user/', { body: { firstName: 'Counted', lastName: `N${i}` } })).body);
+  const start = await total();
+  expect((await liveCounts()).kept).toEqual((await liveCounts()).counted);
+
+  // Ordinary updates, through the service and by hand: no change.
+  expect((await svc.request('PATCH', `/user/${ids[0]}`, { body: { firstName: 'Still counted' }, headers: { Attrs: 'firstName' } })).status).toBe(200);
+  await svc.sql(`update users set last_name = last_name || '!' where id = any(?::bigint[])`, [ids]);
+  expect(await total()).toBe(start);
+
+  // A bulk soft delete by hand: one statement, three rows.
+  await svc.sql(`update users set deleted_at = now() where id = any(?::bigint[])`, [ids.slice(0, 3)]);
+  expect(await total()).toBe(start - 3);
+  // A new deletion time on rows already deleted, and deleted_at set to itself on live rows: no change.
+  await svc.sql(`update users set deleted_at = deleted_at + interval '1 second' where id = any(?::bigint[])`, [ids.slice(0, 3)]);
+  await svc.sql(`update users set deleted_at = deleted_at where id = any(?::bigint[])`, [ids.slice(3)]);
+  expect(await total()).toBe(start - 3);
+  // A restore of two of them by hand, and a service delete of another.
+  await svc.sql(`update users set deleted_at = null where id = any(?::bigint[])`, [ids.slice(0, 2)]);
+  expect((await svc.request('DELETE', `/user/${ids[4]}`)).status).toBe(200);
+  expect(await total()).toBe(start - 2);
+
+  const { kept, counted } = await liveCounts();
+  expect(kept).toEqual(counted);
+});
+
+test('a rolled-back soft delete leaves the count as it was', async () => {
+  const id = (await svc.request('POST', '/user/', { body: { firstName: 'Rolled', lastName: 'Back' } })).body;
+  const before = await liveCounts();
+  const client = await svc.running.db.sql.pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('update users set deleted_at = now() where id = $1', [id]);
+    await client.query('rollback');
+  } finally {
+    client.release();
+  }
+  expect(await liveCounts()).toEqual(before);
+});
