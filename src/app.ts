@@ -53,17 +53,22 @@ export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: str
 }
 
 /**
- * The Koa application, one pipeline for every request: the edge (request id, HTTP edge checks, error
- * answers, the request log and metrics), CORS; then the health probes and documents, GraphQL, and the REST
+ * The Koa application, one pipeline for every request: the edge (request id, CORS, HTTP edge checks,
+ * error answers, the request log and metrics); then the health probes and documents, GraphQL, and the REST
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
 export function createApp({ config, db, services, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
-  app.use(requestEdge(log, new DatabaseOutage(log), metrics ? (ctx) => metrics.observe(ctx) : null));
-  // Inside the edge: an error answer keeps the CORS headers set before the request ran.
-  if (config.corsOrigins) app.use(corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)));
+  app.use(
+    requestEdge({
+      log,
+      outage: new DatabaseOutage(log),
+      observe: metrics ? (ctx) => metrics.observe(ctx) : null,
+      cors: config.corsOrigins ? corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)) : null,
+    }),
+  );
 
   const health = new Router<AppState>();
   const publicRoutes: { method: Method; path: string }[] = [];

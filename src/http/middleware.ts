@@ -1,12 +1,12 @@
 import bodyParser from 'koa-bodyparser';
-import type { Next } from 'koa';
+import type { Middleware, Next } from 'koa';
 import { AppError } from '../errors.js';
 import { answerBareStatus, failureOf, sendError } from './errors.js';
 import { requestIdFrom } from './request-id.js';
 import { headerCount } from '../shared/headers.js';
 import type { Logger } from '../observability/log.js';
 import type { DatabaseOutage } from '../observability/outage.js';
-import type { AppContext } from './context.js';
+import type { AppContext, AppState } from './context.js';
 
 /**
  * The first and last step of every request, in one middleware (each Koa middleware is a promise
@@ -15,6 +15,8 @@ import type { AppContext } from './context.js';
  *
  * - its id (X-Request-Id: the caller's when it is a sane token, else a new UUID; echoed on every
  *   answer) and start time;
+ * - CORS, when origins are allowed, around all that follows (a preflight is answered before any
+ *   check; the headers are set before the request runs, so error answers carry them too);
  * - the HTTP edge checks: exactly one Host header (RFC 9112 §3.2: none on HTTP/1.1, or two, is a
  *   400 with the JSON body; Node would answer a missing one itself with a bare 400, which the
  *   server turns off, and keeps only the first of two); collection paths with or without the
@@ -28,17 +30,27 @@ import type { AppContext } from './context.js';
  *   filters may hold token values), status, time, and for /graphql the operation's name and type;
  * - `observe` (the metrics) with what the request came to.
  */
-export function requestEdge(log: Logger, outage: DatabaseOutage, observe: ((ctx: AppContext) => void) | null) {
+export function requestEdge(options: {
+  log: Logger;
+  outage: DatabaseOutage;
+  observe: ((ctx: AppContext) => void) | null;
+  /** CORS (src/http/cors.ts), around everything but the request id: its headers are on every answer, preflights answered before any check. */
+  cors: Middleware<AppState> | null;
+}) {
+  const { log, outage, observe, cors } = options;
   return async function edge(ctx: AppContext, next: Next): Promise<void> {
     const requestId = requestIdFrom(ctx.get('X-Request-Id'));
     ctx.state.requestId = requestId;
     ctx.state.started = process.hrtime.bigint();
     ctx.set('X-Request-Id', requestId);
-    try {
+    const checked = async () => {
       checkHost(ctx.req.rawHeaders, ctx.req.httpVersion);
       if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '') || '/';
       await next();
       if (ctx.method === 'OPTIONS' && ctx.status === 200) allowOptions(ctx);
+    };
+    try {
+      await (cors ? cors(ctx as never, checked) : checked());
       answerBareStatus(ctx);
     } catch (err) {
       sendError(ctx, failureOf(err, ctx, log));
@@ -123,11 +135,12 @@ const hasBody = (ctx: AppContext) => Boolean(ctx.request.length || ctx.get('Tran
  * its whole body arrived.
  */
 export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
-  // No body declared: what the parser would conclude (an empty object), without running it.
-  if (!hasBody(ctx)) {
+  // Neither a length nor chunks: the parser would find no body and conclude an empty object (an
+  // empty body that is declared, `Content-Length: 0`, is still parsed: as JSON it is no object).
+  if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
     ctx.request.body ??= {};
     return;
   }
-  if (!ctx.is(...accepted[kind])) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
+  if (hasBody(ctx) && !ctx.is(...accepted[kind])) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
   await parsers[kind](ctx, async () => {});
 }

@@ -12,7 +12,7 @@ import { groupMetrics, isWorker } from '../cluster.js';
  * so a scan of random URLs cannot grow the series; operation names are bounded likewise.
  */
 export interface Metrics {
-  /** Counts an answered request (src/http/middleware.ts.s requestEdge calls it). */
+  /** Counts an answered request (src/http/middleware.ts's requestEdge calls it). */
   observe(ctx: AppContext): void;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;

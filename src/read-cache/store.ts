@@ -24,11 +24,14 @@ import type { Caller } from '../auth/caller.js';
 const MAX_AGE_MS = 60_000;
 
 /**
- * Snapshot moves a second (seen in the cacheable requests' token lookups) above which the store
- * stands aside: under that many writes an answer is outdated long before the same request comes
- * again (a hit needs the very same snapshot), so keeping answers would only cost each request a
- * copy of its answer and the store its churn. It neither keeps nor serves while the last window
- * was that busy, and takes up again after a quieter one.
+ * How often a second the snapshot may be seen moving on (its xmax, the next transaction id, higher
+ * than in any earlier cacheable request's token lookup) before the store stands aside: at that
+ * rate an answer is outdated long before the same request comes again (a hit needs the very same
+ * snapshot), so keeping answers would only cost each request a copy of its answer and the store
+ * its churn. It neither keeps nor serves while the last window was that busy, and takes up again
+ * after a quieter one (or after two windows without a cacheable request). Counted in this
+ * instance's own requests, so a quiet instance never stands aside, whatever other databases on
+ * the server do.
  */
 const BUSY_MOVES_PER_SECOND = 50;
 const WINDOW_MS = 1_000;
@@ -41,8 +44,8 @@ interface Entry {
 
 export class ReadCache {
   private readonly entries: LRUCache<string, Entry>;
-  /** The snapshot last seen, how often it moved in the current window, and since when that window runs. */
-  private lastSnapshot = '';
+  /** The highest xmax seen, how often a higher one was seen in the current window, and since when that window runs. */
+  private lastXmax = 0;
   private moves = 0;
   private windowStart = 0;
   private standingAside = false;
@@ -64,14 +67,16 @@ export class ReadCache {
   inUse(caller: Caller): boolean {
     const { snapshot } = caller;
     if (!snapshot) return false;
-    if (snapshot !== this.lastSnapshot) {
-      this.lastSnapshot = snapshot;
+    // `xmin:xmax:xip… start`: concurrent requests may bring an older snapshot after a newer one.
+    const xmax = Number(snapshot.slice(snapshot.indexOf(':') + 1, snapshot.indexOf(':', snapshot.indexOf(':') + 1)));
+    if (xmax > this.lastXmax) {
+      this.lastXmax = xmax;
       this.moves++;
     }
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {
-      this.standingAside = (this.moves * WINDOW_MS) / elapsed > BUSY_MOVES_PER_SECOND;
+      this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > BUSY_MOVES_PER_SECOND;
       this.moves = 0;
       this.windowStart = now;
     }

@@ -52,6 +52,52 @@ test('live counts follow soft deletes and restores made by hand, in bulk and one
   expect(kept).toEqual(counted);
 });
 
+test('a bulk soft delete moves the count once per statement, exactly: a user deleted with 3,000 tokens, a revocation by filter', async () => {
+  const owner = (await svc.request('POST', '/user/', { body: { firstName: 'Many', lastName: 'Tokens' } })).body;
+  await svc.insertTokens(
+    owner,
+    Array.from({ length: 3_000 }, (_, i) => `bulk-${owner}-${i}`),
+  );
+  const other = (await svc.request('POST', '/user/', { body: { firstName: 'Other', lastName: 'Tokens' } })).body;
+  await svc.insertTokens(
+    other,
+    Array.from({ length: 500 }, (_, i) => `bulk-${other}-${i}`),
+  );
+  const tokens = async () => Number((await svc.request('GET', '/token/?pageSize=1')).headers.get('x-total-count'));
+  const start = await tokens();
+  expect((await svc.request('DELETE', `/user/${owner}`)).status).toBe(200); // its tokens go with it
+  expect(await tokens()).toBe(start - 3_000);
+  expect((await svc.request('DELETE', `/token/?filter=${encodeURIComponent(`userID eq ${other}`)}`)).status).toBe(200);
+  expect(await tokens()).toBe(start - 3_500);
+  const { kept, counted } = await liveCounts();
+  expect(kept).toEqual(counted);
+  // The running total lives in the transaction only: nothing is left over for the next one.
+  const [setting] = await svc.sql<{ value: string | null }>(`select current_setting('live_counts.tokens', true) as value`);
+  expect([null, '', '0']).toContain(setting.value);
+});
+
+test('changes rolled back to a savepoint leave the count as it was before them', async () => {
+  const ids: number[] = [];
+  for (let i = 0; i < 3; i++) ids.push((await svc.request('POST', '/user/', { body: { firstName: 'Savepoint', lastName: `N${i}` } })).body);
+  const before = await total();
+  const client = await svc.running.db.sql.pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('update users set deleted_at = now() where id = $1', [ids[0]]);
+    await client.query('savepoint s');
+    await client.query('update users set deleted_at = now() where id = any($1::bigint[])', [ids.slice(1)]);
+    await client.query('rollback to savepoint s');
+    await client.query('update users set deleted_at = null where id = $1', [ids[0]]);
+    await client.query('update users set deleted_at = now() where id = $1', [ids[2]]);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+  expect(await total()).toBe(before - 1);
+  const { kept, counted } = await liveCounts();
+  expect(kept).toEqual(counted);
+});
+
 test('a rolled-back soft delete leaves the count as it was', async () => {
   const id = (await svc.request('POST', '/user/', { body: { firstName: 'Rolled', lastName: 'Back' } })).body;
   const before = await liveCounts();
