@@ -22,4 +22,7 @@ export default {
   // for PostgreSQL's tools) run apart: npm run test:scale, which CI runs after npm test.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/scale/'],
   testTimeout: 60_000,
+  // On the embedded database: one empty PGlite data directory per run, copied for each test service.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };
