@@ -40,6 +40,9 @@ test('the local explorer (/graphiql) runs { viewer { id } } with the token typed
     if (!request.url().startsWith(svc.running.url)) external.push(request.url());
   });
   await tab.goto(`${svc.running.url}/graphiql?query=${encodeURIComponent('{ viewer { id scope } }')}`);
+  // The page's script sets the field from localStorage when it runs, after the explorer's scripts
+  // load: typing before then is overwritten. The explorer rendered means the script has run.
+  await tab.locator('.graphiql-execute-button').waitFor({ timeout: 20_000 });
   await tab.locator('#token').fill(svc.adminToken);
   await tab.locator('.graphiql-execute-button').click();
   await tab.locator('.result-window').getByText('"viewer"').waitFor({ timeout: 15_000 });
@@ -62,6 +65,9 @@ test('the explorer that /graphql falls back to runs a subscription over a WebSoc
   await tab.goto(`${svc.running.url}/graphql`);
   await tab.waitForURL(`${svc.running.url}/graphiql`, { timeout: 20_000 });
   await tab.goto(`${svc.running.url}/graphiql?query=${encodeURIComponent('subscription { roleEvents { action role { name } } }')}`);
+  // The page's script sets the field from localStorage when it runs, after the explorer's scripts
+  // load: typing before then is overwritten. The explorer rendered means the script has run.
+  await tab.locator('.graphiql-execute-button').waitFor({ timeout: 20_000 });
   await tab.locator('#token').fill(svc.adminToken);
   await tab.locator('.graphiql-execute-button').click();
   // The socket is open once the service counts it.
