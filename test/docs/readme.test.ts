@@ -18,7 +18,7 @@ afterAll(async () => {
 
 // The README and every document under docs/: their examples run as written.
 const docFiles = ['README.md', ...(await readdir(new URL('../../docs/', import.meta.url))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
-const readme = (await Promise.all(docFiles.map((f) => readFile(new URL(`../${f}`, import.meta.url), 'utf8')))).join('\n');
+const readme = (await Promise.all(docFiles.map((f) => readFile(new URL(`../../${f}`, import.meta.url), 'utf8')))).join('\n');
 const blocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]);
 const operations = blocks.flatMap((block) =>
   parse(block)
