@@ -79,13 +79,21 @@ describe('cache hits and the answers they stand for', () => {
       return line;
     };
     for (const path of ['/role/?pageSize=1', '/user/', `/user/${id}`, `/user/${id}/role`]) {
-      expect((await svc.request('GET', path)).status).toBe(200); // now cached
-      const early = await exchange(path, '');
-      const earlyLine = lastLine();
-      const app = await exchange(path, 'Content-Length: 0\r\n');
+      let early = '';
+      let earlyLine: Record<string, unknown> = {};
+      let app = '';
+      let appLine: Record<string, unknown> = {};
+      // Both are hits unless a write elsewhere on the server moved the snapshot in between (see HIT_ATTEMPTS).
+      for (let attempt = 1; attempt === 1 || (attempt <= HIT_ATTEMPTS && (earlyLine.readCache !== 'hit' || appLine.readCache !== 'hit')); attempt++) {
+        expect((await svc.request('GET', path)).status).toBe(200); // now cached
+        early = await exchange(path, '');
+        earlyLine = lastLine();
+        app = await exchange(path, 'Content-Length: 0\r\n');
+        appLine = lastLine();
+      }
       expect({ path, answer: strip(early) }).toEqual({ path, answer: strip(app) });
       expect(early).toMatch(/^HTTP\/1\.1 200/);
-      expect(lastLine()).toEqual(earlyLine);
+      expect(appLine).toEqual(earlyLine);
       expect(earlyLine).toMatchObject({ status: 200, readCache: 'hit' });
     }
   });
@@ -107,13 +115,22 @@ describe('cache hits and the answers they stand for', () => {
     const first = await exchange('');
     expect(first).toMatch(/^HTTP\/1\.1 200/);
     expect(lastLine()).toMatchObject({ readCache: 'miss', operationName: 'One' });
-    const early = await exchange('');
-    const earlyLine = lastLine();
-    const app = await exchange('Content-Encoding: identity\r\n');
+    let early = '';
+    let earlyLine: Record<string, unknown> = {};
+    let app = '';
+    let appLine: Record<string, unknown> = {};
+    // Both are hits unless a write elsewhere on the server moved the snapshot in between (see HIT_ATTEMPTS).
+    for (let attempt = 1; attempt === 1 || (attempt <= HIT_ATTEMPTS && (earlyLine.readCache !== 'hit' || appLine.readCache !== 'hit')); attempt++) {
+      if (attempt > 1) await exchange(''); // kept again under the snapshot of now
+      early = await exchange('');
+      earlyLine = lastLine();
+      app = await exchange('Content-Encoding: identity\r\n');
+      appLine = lastLine();
+    }
     expect(strip(early)).toBe(strip(app));
     // Apollo's own answer spells the header content-type, Koa's (the app's cache) Content-Type.
     expect(strip(early).toLowerCase()).toBe(strip(first).toLowerCase());
-    expect(lastLine()).toEqual(earlyLine);
+    expect(appLine).toEqual(earlyLine);
     expect(earlyLine).toMatchObject({ route: '/graphql', status: 200, readCache: 'hit', operationName: 'One', operationType: 'query' });
   });
 
