@@ -22,4 +22,13 @@ export default {
   // for PostgreSQL's tools) run apart: npm run test:scale, which CI runs after npm test.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/scale/'],
   testTimeout: 60_000,
+  // Two test files at a time: each starts its own service on its own database, so files do not
+  // share state; two because PGlite is CPU-bound and the machines this runs on have two cores.
+  maxWorkers: 2,
+  // Without durations from a run before (a fresh clone), the slowest files first.
+  testSequencer: '<rootDir>/test/support/sequencer.js',
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  // On the embedded database: one empty PGlite data directory per run, copied for each test service.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };

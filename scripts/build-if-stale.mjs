@@ -37,14 +37,17 @@ export function isStale() {
 export function build() {
   const started = new Date();
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
   let stopped = false;
+  let child;
   const stop = () => {
     stopped = true;
     child.kill('SIGTERM');
   };
+  // The handlers first: tsc is visible as a child as soon as it is forked, before spawn() returns,
+  // and a signal then must stop it rather than end this process by the default action.
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => {

@@ -112,17 +112,25 @@ test('the first token is created and printed only once the service listens: a st
 }, 240_000);
 
 test('SIGTERM while npm start is still building: exit 0, and tsc is not left running', async () => {
-  const { utimes } = await import('node:fs/promises');
+  const { stat, utimes } = await import('node:fs/promises');
+  const main = join(root, 'src', 'main.ts');
+  const { atime, mtime } = await stat(main);
   const now = new Date();
-  await utimes(join(root, 'src', 'main.ts'), now, now); // a source newer than the build
-  const started = npmStart({ PORT: String(await freePort()), DATA_DIR: await dataDir() });
-  await waitFor(() => childrenOf(started.child.pid!).some((pid) => childrenOf(pid).length > 0), 30_000); // start.mjs → tsc
-  const builder = childrenOf(started.child.pid!);
-  const tsc = builder.flatMap(childrenOf);
-  started.child.kill('SIGTERM');
-  expect(await started.exited).toBe(0);
-  await waitFor(() => [...builder, ...tsc].every((pid) => !alive(pid)), 10_000);
-  expect(started.stdout()).not.toContain('listening on');
+  await utimes(main, now, now); // a source newer than the build
+  try {
+    const started = npmStart({ PORT: String(await freePort()), DATA_DIR: await dataDir() });
+    await waitFor(() => childrenOf(started.child.pid!).some((pid) => childrenOf(pid).length > 0), 30_000); // start.mjs → tsc
+    const builder = childrenOf(started.child.pid!);
+    const tsc = builder.flatMap(childrenOf);
+    started.child.kill('SIGTERM');
+    expect(await started.exited).toBe(0);
+    await waitFor(() => [...builder, ...tsc].every((pid) => !alive(pid)), 10_000);
+    expect(started.stdout()).not.toContain('listening on');
+  } finally {
+    // The source is as it was built: the build is current again, and the next npm start (here or in
+    // another test file running meanwhile) does not rebuild.
+    await utimes(main, atime, mtime);
+  }
 }, 120_000);
 
 test('npm run token -- --help prints the usage and exits 0', () => {

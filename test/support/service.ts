@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/server.js';
@@ -63,6 +65,8 @@ export interface Reply {
 }
 
 const ADMIN_URL = process.env.DATABASE_URL;
+/** The empty PGlite data directory of this run, when globalSetup made one. */
+const TEMPLATE = process.env.UTS_TEST_PGLITE_TEMPLATE;
 
 /** pg's own parsers, but dates, timestamps and intervals kept as the text PostgreSQL sends. */
 const RAW_TYPES = new pg.TypeOverrides();
@@ -115,6 +119,9 @@ export async function newTestDatabase(): Promise<TestDatabase> {
     };
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'uts-test-'));
+  // A copy of the empty data directory made once per run (test/support/global-setup.ts): PGlite
+  // then skips initdb. Without it (a run that did not go through the set-up), PGlite runs initdb.
+  if (TEMPLATE) await promisify(execFile)('cp', ['-a', `${TEMPLATE}/.`, dataDir]);
   return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
 }
 

@@ -1,0 +1,8 @@
+import { KINDS, describeNamedResource, useService } from '../support/named-resources.js';
+
+/**
+ * REST /application/: create, read, lists, PUT, PATCH, DELETE and permissions. The same tests run for
+ * the other resource of the same definition in test/roles/roles.test.ts (test/support/named-resources.ts).
+ */
+useService();
+describeNamedResource(KINDS[0]);

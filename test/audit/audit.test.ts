@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * SPEC §9 audit log: one event per record a successful write changed, in the write's own
+ * transaction (none for a refused write), with actor, request id, action, record and the changed
+ * fields (secrets redacted); read through GET /audit/ and GraphQL auditEvents with audit:read;
+ * append-only.
+ */
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+interface Event {
+  id: number;
+  action: string;
+  resource: string;
+  recordID: number;
+  actorTokenID: number | null;
+  actorUserID: number | null;
+  requestId: string | null;
+  changes: Record<string, { before: unknown; after: unknown }>;
+}
+
+/** The events appended since `after` (an event id), oldest first. */
+async function eventsSince(after: number): Promise<Event[]> {
+  const res = await svc.request('GET', `/audit/?filter=${encodeURIComponent(`id gt ${after}`)}&orderBy=id&pageSize=1000`);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+async function lastEventId(): Promise<number> {
+  const res = await svc.request('GET', '/audit/?orderBy=-id&pageSize=1');
+  return res.body[0]?.id ?? 0;
+}
+const uniq = () => randomBytes(6).toString('hex');
+
+test('an event for each kind of write, with the actor, the request id and the changed fields', async () => {
+  const start = await lastEventId();
+  const rid = (n: number) => ({ 'X-Request-Id': `audit-${n}` });
+  const user = (await svc.request('POST', '/user/', { body: { firstName: 'Au', lastName: 'Dit' }, headers: rid(1) })).body;
+  await svc.request('PUT', `/user/${user}`, { body: { firstName: 'Au', lastName: 'Dited' }, headers: rid(2) });
+  await svc.request('PATCH', `/user/${user}`, { body: { status: 3 }, headers: rid(3) });
+  await svc.request('PATCH', `/user/${user}/status`, { body: { status: 4 }, headers: rid(4) });
+  const app = (await svc.request('POST', '/application/', { body: { name: `audit-${uniq()}` }, headers: rid(5) })).body;
+  await svc.request('POST', `/user/${user}/application/`, { body: [app], headers: rid(6) });
+  await svc.request('PUT', `/user/${user}/application/${app}`, { body: { right: 5 }, headers: rid(7) });
+  await svc.request('DELETE', `/user/${user}/application/`, { body: [app], headers: rid(8) });
+  const reserved = (await svc.request('POST', '/apply/token/id/', { headers: rid(9) })).body;
+  const secret = `audit-secret-${uniq()}`;
+  await svc.request('POST', '/token/', { body: { id: reserved, userID: user, accessToken: secret }, headers: rid(10) });
+  await svc.request('POST', '/oauth/revoke', { body: { token: secret }, headers: rid(11) });
+  await svc.request('DELETE', `/user/${user}`, { headers: rid(12) });
+  await svc.request('POST', `/user/${user}/restore`, { headers: rid(13) });
+
+  const events = await eventsSince(start);
+  const [admin] = await svc.sql<{ id: string; user_id: string }>('select id, user_id from tokens where scope = ? order by id limit 1', ['*']);
+  expect(events.map((e) => [e.requestId, e.action, e.resource, e.recordID])).toEqual([
+    ['audit-1', 'create', 'user', user],
+    ['audit-2', 'update', 'user', user],
+    ['audit-3', 'patch', 'user', user],
+    ['audit-4', 'status', 'user', user],
+    ['audit-5', 'create', 'application', app],
+    ['audit-6', 'link', 'application_link', user],
+    ['audit-7', 'right', 'application_link', user],
+    ['audit-8', 'unlink', 'application_link', user],
+    ['audit-9', 'apply', 'token', reserved],
+    ['audit-10', 'create', 'token', reserved],
+    ['audit-11', 'revoke', 'token', reserved],
+    ['audit-12', 'delete', 'user', user],
+    ['audit-13', 'restore', 'user', user],
+  ]);
+  for (const e of events) expect({ token: e.actorTokenID, user: e.actorUserID }).toEqual({ token: Number(admin.id), user: Number(admin.user_id) });
+  expect(events[1].changes).toEqual({ lastName: { before: 'Dit', after: 'Dited' } });
+  expect(events[2].changes).toEqual({ status: { before: 0, after: 3 } });
+  expect(events[3].changes).toEqual({ status: { before: 3, after: 4 } });
+  expect(events[5].changes).toEqual({ applicationID: { before: null, after: app } });
+  expect(events[6].changes).toMatchObject({ right: { before: 0, after: 5 } });
+  expect(events[9].changes.accessToken).toEqual({ before: null, after: '[redacted]' });
+  expect(events[11].changes.deletedAt).toEqual({ before: null, after: expect.stringMatching(/^\d{4}-/) });
+  expect(events[12].changes.deletedAt).toEqual({ before: events[11].changes.deletedAt.after, after: null });
+  // The secret never reaches the log, in any form.
+  const dump = JSON.stringify(await svc.sql('select * from audit_events'));
+  expect(dump).not.toContain(secret);
+});
+
+test('a refused or rolled-back write leaves no event; a link call creating two links appends two', async () => {
+  const user = (await svc.request('POST', '/user/', { body: { firstName: 'Ro', lastName: 'Lled' } })).body;
+  const apps = [];
+  for (let i = 0; i < 2; i++) apps.push((await svc.request('POST', '/application/', { body: { name: `audit-${uniq()}` } })).body);
+  const start = await lastEventId();
+  expect((await svc.request('PATCH', `/user/${user}`, { body: { status: 'x' } })).status).toBe(400);
+  expect((await svc.request('POST', `/user/${user}/application/`, { body: [apps[0], 987654321] })).status).toBe(400); // unknown id: nothing linked
+  expect((await svc.request('POST', '/application/', { body: { name: (await svc.request('GET', `/application/${apps[0]}`)).body.name } })).status).toBe(409);
+  // A GraphQL mutation whose second field fails rolls back the first, and its event.
+  const gql = await svc.graphql(
+    `mutation($id: ID!) { a: patchUser(id: $id, input: { status: 9 }) { id } b: patchUser(id: "987654321", input: { status: 1 }) { id } }`,
+    { id: String(user) },
+  );
+  expect(gql.body.data).toBeNull();
+  expect(await eventsSince(start)).toEqual([]);
+  expect((await svc.request('POST', `/user/${user}/application/`, { body: apps })).body).toBe(2);
+  expect((await eventsSince(start)).map((e) => e.changes.applicationID.after)).toEqual(apps);
+});
+
+test('concurrent writes each get their own event', async () => {
+  const start = await lastEventId();
+  const ids = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => svc.request('POST', '/user/', { body: { firstName: 'Con', lastName: `Current ${i}` } }).then((r) => r.body)),
+  );
+  const events = await eventsSince(start);
+  expect(events.map((e) => e.recordID).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+  expect(new Set(events.map((e) => e.requestId)).size).toBe(8);
+});
+
+test('bulk revoke appends one event per token revoked', async () => {
+  const user = (await svc.request('POST', '/user/', { body: { firstName: 'Bulk', lastName: 'Revoke' } })).body;
+  for (let i = 0; i < 3; i++) await svc.request('POST', '/token/', { body: { userID: user, accessToken: `bulk-${uniq()}` } });
+  const start = await lastEventId();
+  expect((await svc.request('DELETE', `/token/?filter=${encodeURIComponent(`userID eq ${user}`)}`)).body).toEqual({ revoked: 3, skipped: 0 });
+  const events = await eventsSince(start);
+  expect(events.map((e) => e.action)).toEqual(['revoke', 'revoke', 'revoke']);
+});
+
+test('reading needs audit:read; GraphQL auditEvents answers the same events; the table refuses changes', async () => {
+  const reader = await svc.tokenWith('user:read token:read');
+  expect((await svc.request('GET', '/audit/', { token: reader })).status).toBe(403);
+  const auditor = await svc.tokenWith('audit:read');
+  const rest = await svc.request('GET', '/audit/?orderBy=-id&pageSize=3', { token: auditor });
+  expect(rest.status).toBe(200);
+  expect(Number(rest.headers.get('x-total-count'))).toBeGreaterThan(10);
+  const gql = await svc.graphql(
+    '{ auditEvents(orderBy: [{ id: DESC }], pageSize: 3) { total data { id action resource recordID changes } } }',
+    {},
+    { token: auditor },
+  );
+  expect(gql.body.data.auditEvents.data.map((e: { id: string }) => Number(e.id))).toEqual(rest.body.map((e: Event) => e.id));
+  expect(gql.body.data.auditEvents.data[0].changes).toEqual(rest.body[0].changes);
+  expect((await svc.graphql('{ auditEvents { total } }', {}, { token: reader })).body.errors[0].extensions.code).toBe('FORBIDDEN');
+  // No route changes or deletes an event, and the database refuses it too.
+  expect((await svc.request('DELETE', `/audit/${rest.body[0].id}`)).status).toBe(404);
+  expect((await svc.request('DELETE', '/audit/')).status).toBe(405);
+  await expect(svc.sql('update audit_events set action = ? where id = ?', ['x', rest.body[0].id])).rejects.toThrow(/append-only/);
+  await expect(svc.sql('delete from audit_events where id = ?', [rest.body[0].id])).rejects.toThrow(/append-only/);
+});

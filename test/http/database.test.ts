@@ -1,0 +1,257 @@
+import { randomBytes } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.js';
+import { startService } from '../../src/server.js';
+import { createLogger } from '../../src/observability/log.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { svc, useService } from '../support/http.js';
+
+/**
+ * The service and its database: a database that goes away and comes back, connections PostgreSQL
+ * terminates while requests use them, bounded waits (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS),
+ * and a graceful stop.
+ */
+useService();
+
+describe('a database that goes away', () => {
+  // The service reaches PostgreSQL through a TCP proxy that the test cuts, as a network fault would.
+  const external = process.env.DATABASE_URL ? test : test.skip;
+  external('requests answer 503 UNAVAILABLE (REST and GraphQL), /readyz 503; they recover when it is back', async () => {
+    const target = new URL(process.env.DATABASE_URL!);
+    const sockets = new Set<Socket>();
+    let open = true;
+    const proxy = createServer((client) => {
+      if (!open) return client.destroy();
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const close = () => (client.destroy(), upstream.destroy());
+      client.on('error', close).on('close', close);
+      upstream.on('error', close).on('close', close);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as AddressInfo;
+    // A database of its own on the same server, reached through the proxy.
+    const name = `uts_outage_${randomBytes(4).toString('hex')}`;
+    const admin = async (sql: string) => {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(sql);
+      await client.end();
+    };
+    await admin(`create database ${name}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.host = `127.0.0.1:${port}`;
+    url.pathname = `/${name}`;
+    const lines: string[] = [];
+    const config = loadConfig({
+      PORT: '0',
+      DATABASE_URL: url.toString(),
+      BOOTSTRAP_TOKEN: 'outage-admin',
+      TOKEN_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'info',
+      DB_POOL_SIZE: '2',
+    });
+    const running = await startService(
+      config,
+      createLogger('info', (l) => lines.push(l)),
+    );
+    const get = (path: string, init: RequestInit = {}) =>
+      fetch(running.url + path, { ...init, headers: { Authorization: 'Bearer outage-admin', 'Content-Type': 'application/json', ...init.headers } });
+    try {
+      expect((await get('/user/')).status).toBe(200);
+      open = false;
+      for (const socket of sockets) socket.destroy();
+      for (const [path, init] of [
+        ['/user/', {}],
+        ['/user/', { method: 'POST', body: JSON.stringify({ firstName: 'A', lastName: 'B' }) }],
+      ] as const) {
+        const res = await get(path, init);
+        expect(res.status).toBe(503);
+        expect(await res.json()).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
+      }
+      const gql = await get('/graphql', { method: 'POST', body: JSON.stringify({ query: '{ users { total } }' }) });
+      expect(gql.status).toBe(503);
+      expect(((await gql.json()) as any).errors[0].extensions.code).toBe('UNAVAILABLE');
+      expect((await fetch(running.url + '/readyz')).status).toBe(503);
+      open = true;
+      let status = 0;
+      for (let i = 0; i < 20 && status !== 200; i++) {
+        status = (await get('/user/')).status;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(status).toBe(200);
+    } finally {
+      open = true;
+      await running.stop();
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      await admin(`drop database if exists ${name} with (force)`);
+    }
+    expect(lines.join('\n')).not.toContain('outage-admin');
+  });
+});
+
+describe('connections that PostgreSQL terminates while requests use them', () => {
+  const external = process.env.DATABASE_URL ? test : test.skip;
+  external('answers 503 meanwhile (never a 500) and serves again at once: no connection stays checked out', async () => {
+    const database = new URL(svc.config.databaseUrl!).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    const statuses: number[] = [];
+    const graphQLCodes = new Set<string>();
+    let running = true;
+    // REST writes, nested GraphQL reads, and mutations of several root fields (their shared
+    // transaction may fail to begin, commit or roll back on a terminated connection).
+    const requests = [
+      (k: number, i: number) => svc.request('POST', '/token/', { body: { userID: 1, accessToken: `killed-${k}-${i}-${randomBytes(4).toString('hex')}` } }),
+      () => svc.graphql('{ users(pageSize: 30) { data { id tokens { total } roles { total } } } }'),
+      (k: number, i: number) =>
+        svc.graphql(`mutation { a: createUser(input: {firstName: "K", lastName: "A"}) { id } b: createRole(input: {name: "killed-${k}-${i}"}) { id } }`),
+    ];
+    const load = Array.from({ length: 6 }, async (_, k) => {
+      for (let i = 0; running; i++) {
+        const reply = await requests[k % requests.length]!(k, i);
+        statuses.push(reply.status);
+        for (const error of (reply.body as { errors?: { extensions?: { code?: string } }[] })?.errors ?? []) graphQLCodes.add(String(error.extensions?.code));
+      }
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 8; i++) {
+        await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    } finally {
+      running = false;
+      await Promise.all(load);
+      await admin.end();
+    }
+    expect(statuses.filter((s) => ![200, 201, 503].includes(s))).toEqual([]);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0); // the kills did hit requests
+    expect([...graphQLCodes].filter((code) => code !== 'UNAVAILABLE')).toEqual([]);
+    // More requests than the pool has connections (4 here): none waits for a leaked one.
+    for (let i = 0; i < 10; i++) {
+      const res = await fetch(`${svc.url}/user/?pageSize=1`, { headers: { Authorization: `Bearer ${svc.adminToken}` }, signal: AbortSignal.timeout(5_000) });
+      expect(res.status).toBe(200);
+    }
+    expect((await fetch(`${svc.url}/readyz`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
+  });
+});
+
+describe('bounded waits on PostgreSQL (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS)', () => {
+  const external = process.env.DATABASE_URL ? test : test.skip;
+
+  /**
+   * On a service of its own (env: its timeouts), runs `check` on a fresh user while another session
+   * holds that user FOR UPDATE in an open transaction; then nothing may have changed.
+   */
+  async function whileUserLocked(env: Record<string, string>, check: (target: TestService, id: number) => Promise<void>): Promise<void> {
+    const target = await startTestService(env);
+    try {
+      const id = (await target.request('POST', '/user/', { body: { firstName: 'Locked', lastName: 'Row' } })).body as number;
+      expect(id).toEqual(expect.any(Number));
+      const before = await target.snapshot();
+      const holder = new pg.Client({ connectionString: target.config.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('select id from users where id = $1 for update', [id]);
+        await check(target, id);
+      } finally {
+        await holder.query('rollback').catch(() => {});
+        await holder.end();
+      }
+      expect(await target.snapshot()).toEqual(before);
+    } finally {
+      await target.stop();
+    }
+  }
+
+  external(
+    'a write that waits longer than the lock timeout for a locked row: 409 CONFLICT (REST and GraphQL); nothing changes; the pool recovers',
+    async () => {
+      await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '2' }, async (quick, id) => {
+        const started = Date.now();
+        const rest = await quick.request('PATCH', `/user/${id}`, { body: { firstName: 'Never' }, headers: { Attrs: 'firstName' } });
+        expect(rest.status).toBe(409);
+        expect(rest.body).toEqual({
+          code: 409,
+          error: 'CONFLICT',
+          message: 'the records are being changed by another request; try again',
+          requestId: expect.any(String),
+        });
+        const gql = await quick.graphql(`mutation { patchUser(id: "${id}", input: { firstName: "Never" }) { id } }`);
+        expect(gql.body.errors[0].extensions.code).toBe('CONFLICT');
+        expect(Date.now() - started).toBeLessThan(5_000);
+        // Requests that need no lock are served meanwhile, with both pool connections free again.
+        const reads = await Promise.all([1, 2, 3].map(() => quick.request('GET', `/user/${id}`)));
+        expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
+        expect(quick.logLines.join('\n')).not.toMatch(/"level":"error"/);
+      });
+    },
+  );
+
+  external('a statement that runs longer than the statement timeout: 503 UNAVAILABLE, nothing changes', async () => {
+    await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' }, async (quick, id) => {
+      const rest = await quick.request('DELETE', `/user/${id}`);
+      expect(rest.status).toBe(503);
+      expect(rest.body).toMatchObject({ code: 503, error: 'UNAVAILABLE', message: 'the database took too long to answer; try again shortly' });
+    });
+  });
+});
+
+describe('graceful stop', () => {
+  test('in-flight requests finish with Connection: close, idle keep-alive connections close, and the stop ends with them (not at SHUTDOWN_TIMEOUT_MS)', async () => {
+    const quick = await startTestService({ SHUTDOWN_TIMEOUT_MS: '20000' });
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    const url = new URL(quick.url);
+    const send = (method: string, path: string, body?: string, beforeEnd?: () => Promise<void>) =>
+      new Promise<{ status: number; connection: string | undefined; text: string }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            agent,
+            host: url.hostname,
+            port: url.port,
+            method,
+            path,
+            headers: {
+              Authorization: `Bearer ${quick.adminToken}`,
+              'Content-Type': 'application/json',
+              ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}),
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, text }));
+          },
+        );
+        req.on('error', reject);
+        if (!body) return void req.end();
+        req.write(body.slice(0, 5));
+        void (beforeEnd ?? (async () => {}))().then(() => req.end(body.slice(5)));
+      });
+    try {
+      const warm = await send('GET', '/user/1');
+      expect(warm).toMatchObject({ status: 200, connection: 'keep-alive' });
+      let stopping: Promise<void> | undefined;
+      const started = Date.now();
+      const inFlight = await send('POST', '/user/', JSON.stringify({ firstName: 'Late', lastName: 'Comer' }), async () => {
+        await new Promise((resolve) => setTimeout(resolve, 100)); // the server is reading the body
+        stopping = quick.running.stop();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      });
+      expect(inFlight.status).toBe(201);
+      expect(inFlight.connection).toBe('close');
+      await stopping;
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // Nothing listens any more.
+      await expect(fetch(`${quick.url}/healthz`)).rejects.toThrow();
+    } finally {
+      agent.destroy();
+      await quick.stop();
+    }
+  });
+});

@@ -1,0 +1,98 @@
+import { connect } from 'node:net';
+import { startTestService, type TestService } from '../support/service.js';
+
+/** SPEC §8 "HTTP edges": what Node would answer itself still gets §6's JSON body and an X-Request-Id. */
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+/** Sends raw bytes and reads until the server closes or `ms` pass. */
+function raw(text: string, ms = 2000): Promise<string> {
+  const { hostname, port } = new URL(svc.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(answer));
+    setTimeout(() => {
+      socket.destroy();
+      resolve(answer);
+    }, ms);
+  });
+}
+
+function parse(answer: string) {
+  const [head, body] = answer.split('\r\n\r\n', 2);
+  return { status: Number(head.split(' ')[1]), head, body: body ? JSON.parse(body) : null };
+}
+
+test('no Host header: 400 with the JSON body and an X-Request-Id', async () => {
+  const res = parse(await raw(`GET /user/ HTTP/1.1\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`));
+  expect(res.status).toBe(400);
+  expect(res.head).toMatch(/\r\nX-Request-Id: /i);
+  expect(res.body).toMatchObject({ code: 400, error: 'BAD_REQUEST', message: expect.stringMatching(/Host/) });
+});
+
+test('two Host headers: 400 (RFC 9112 §3.2)', async () => {
+  const res = parse(await raw(`GET /healthz HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n`));
+  expect(res.status).toBe(400);
+  expect(res.body).toMatchObject({ error: 'BAD_REQUEST', message: 'send one Host header, not 2' });
+});
+
+test('HTTP/1.0 without Host is fine (Host is an HTTP/1.1 requirement)', async () => {
+  const res = parse(await raw(`GET /healthz HTTP/1.0\r\n\r\n`));
+  expect(res.status).toBe(200);
+});
+
+test('CONNECT gets a 405 with the JSON body, never a silent close', async () => {
+  const res = parse(await raw(`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: edge-1\r\n\r\n`));
+  expect(res.status).toBe(405);
+  expect(res.head).toMatch(/\r\nX-Request-Id: edge-1\r\n/);
+  expect(res.head).toMatch(/\r\nAllow: /);
+  expect(res.body).toMatchObject({ code: 405, error: 'METHOD_NOT_ALLOWED', requestId: 'edge-1' });
+});
+
+/** Needs a PostgreSQL server to take the database away from the service (not the embedded one). */
+const onPostgres = process.env.DATABASE_URL ? test : test.skip;
+
+onPostgres('a database outage: 503 with Retry-After, one warn line when it starts and one when it ends', async () => {
+  const outage = await startTestService();
+  try {
+    const user = (await outage.request('POST', '/user/', { body: { firstName: 'A', lastName: 'B' } })).body;
+    outage.logLines.length = 0;
+    // Every connection the service holds is cut, and new ones are refused while the database is "down"
+    // (an admin connection to another database does it: a database cannot shut itself off).
+    const dbName = (await outage.sql<{ db: string }>('select current_database() as db'))[0].db;
+    const pg = (await import('pg')).default;
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`alter database "${dbName}" allow_connections false`);
+    await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [dbName]);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await outage.request('GET', `/user/${user}`));
+    expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
+    expect(answers[0].headers.get('retry-after')).toBe('5');
+    expect(answers[0].body).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
+    const warnings = () =>
+      outage.logLines
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.level === 'warn')
+        .map((l) => l.msg);
+    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back']);
+    // Back: allowed again (through a fresh admin connection), and the next successful request says so.
+    await admin.query(`alter database "${dbName}" allow_connections true`);
+    await admin.end();
+    let back = 0;
+    for (let i = 0; i < 20 && back !== 200; i++) back = (await outage.request('GET', `/user/${user}`)).status;
+    expect(back).toBe(200);
+    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
+  } finally {
+    await outage.stop();
+  }
+});

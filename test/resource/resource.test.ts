@@ -1,0 +1,144 @@
+import { jest } from '@jest/globals';
+import { printSchema } from 'graphql';
+import { AppError } from '../../src/errors.js';
+import { compileList } from '../../src/list/list.js';
+import { entitySchemaOf } from '../../src/resource/entity.js';
+import { field } from '../../src/resource/field.js';
+import { parseAttrs, parseId, parseWrite } from '../../src/resource/input.js';
+import { defineResource } from '../../src/resource/resource.js';
+import * as realUsers from '../../src/users/user.resource.js';
+
+/**
+ * The resource definitions and what is derived from them, without a database: the read's select
+ * list, the list language's fields, write input parsing, the ORM's entity metadata, the OpenAPI
+ * schemas and the GraphQL types. The last test adds a made-up field to the users' definition (and
+ * nothing else) and finds it everywhere.
+ */
+const { users } = realUsers;
+
+/** The AppError a function throws (the test fails if it throws nothing, or something else). */
+function refusal(run: () => unknown): AppError {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('a resource definition', () => {
+  test('reads its output fields under their wire names, never a hidden one', () => {
+    expect(users.columns).toContain('t.first_name as "firstName"');
+    expect(users.columns).toContain('t.created_at as "createdAt"');
+    expect(users.columns).not.toContain('password');
+    expect(users.columns).not.toContain('remember_token');
+    expect(users.columns).not.toContain('deleted_at');
+    expect(users.columnsWithDeletedAt.endsWith('t.deleted_at as "deletedAt"')).toBe(true);
+    expect(users.output.map(([name]) => name)).toEqual([
+      'id',
+      'ref',
+      'outKey',
+      'firstName',
+      'lastName',
+      'avatarUrl',
+      'photoUrl',
+      'status',
+      'createdAt',
+      'updatedAt',
+    ]);
+    expect(users.writable.map(([name]) => name)).toEqual(['ref', 'outKey', 'firstName', 'lastName', 'avatarUrl', 'photoUrl', 'status']);
+    expect(users.permissions).toEqual({ read: 'user:read', write: 'user:write' });
+  });
+
+  test('reads only the fields asked for, the id always, nothing it does not know', () => {
+    expect(users.columnsOf(new Set(['lastName', 'firstName']))).toBe('t.id as "id", t.first_name as "firstName", t.last_name as "lastName"');
+    expect(users.columnsOf(new Set(['__typename', 'applications', 'password']))).toBe('t.id as "id"');
+    expect(users.columnsOf(new Set(['status']), true)).toBe('t.id as "id", t.status as "status", t.deleted_at as "deletedAt"');
+  });
+
+  test('lists on its listed fields by column and kind; hidden ones are not in the list language', () => {
+    expect(users.listFields.firstName).toEqual({ column: 't.first_name', kind: 'string' });
+    expect(users.listFields.outKey).toEqual({ column: 't.out_key', kind: 'string', nullable: true });
+    expect(users.listFields.password).toBeUndefined();
+    const list = compileList({ filter: { lastName: { eq: 'Ng' }, status: { gte: 1 } }, orderBy: 'lastName desc' }, users.listFields);
+    expect(list.where?.sql).toContain('t.last_name');
+    expect(list.where?.params).toEqual(expect.arrayContaining(['Ng', 1]));
+    expect(list.order[0]).toMatchObject({ column: 't.last_name', direction: 'desc' });
+    expect(() => compileList({ filter: { password: { eq: 'x' } } }, users.listFields)).toThrow(AppError);
+  });
+});
+
+describe('write input, parsed at the edge', () => {
+  test('a create takes the writable fields, fills defaults and refuses what is missing, naming each field', () => {
+    const values = parseWrite(users, { firstName: 'Ada', lastName: 'Lovelace' }, 'create');
+    expect(values).toMatchObject({ firstName: 'Ada', lastName: 'Lovelace', status: 0 });
+    const missing = refusal(() => parseWrite(users, { firstName: 'Ada' }, 'create'));
+    expect(missing.code).toBe('BAD_REQUEST');
+    expect(missing.details).toEqual([expect.objectContaining({ field: 'lastName' })]);
+  });
+
+  test('a patch takes only what is given; unknown, hidden and service fields are dropped, wrong types refused', () => {
+    expect(parseWrite(users, { lastName: 'Byron', password: 'x', id: 9, createdAt: 'now', nonsense: 1 }, 'patch')).toEqual({ lastName: 'Byron' });
+    const wrong = refusal(() => parseWrite(users, { status: 'active', firstName: 'x'.repeat(256) }, 'patch'));
+    expect(wrong.details?.map((d) => d.field).sort()).toEqual(['firstName', 'status']);
+  });
+
+  test('Attrs names writable fields only; ids are positive safe integers', () => {
+    expect(parseAttrs('firstName, lastName', users)).toEqual(['firstName', 'lastName']);
+    expect(parseAttrs(undefined, users)).toBeUndefined();
+    expect(parseAttrs('firstName, createdAt', users)).toEqual(['firstName']); // a read-only name is skipped
+    expect(refusal(() => parseAttrs('nickname', users)).details?.[0].field).toBe('Attrs');
+    expect(parseId('42')).toBe(42);
+    for (const bad of ['0', '-1', '1.5', 'abc', '9007199254740993']) expect(refusal(() => parseId(bad)).code).toBe('BAD_REQUEST');
+  });
+});
+
+test('the ORM entity of a resource has a property per column, secrets as their two columns', async () => {
+  const { tokens } = await import('../../src/tokens/token.resource.js');
+  const user = entitySchemaOf(users).meta;
+  expect(user.tableName).toBe('users');
+  expect(Object.values(user.properties).map((p) => p.fieldNames?.[0] ?? (p as { fieldName?: string }).fieldName)).toEqual(
+    expect.arrayContaining(['first_name', 'password', 'remember_token', 'deleted_at']),
+  );
+  const token = Object.keys(entitySchemaOf(tokens).meta.properties);
+  expect(token).toEqual(expect.arrayContaining(['accessTokenHmac', 'accessTokenCipher', 'refreshTokenHmac', 'refreshTokenCipher']));
+});
+
+test('a field added to the users definition, and nowhere else, shows up in every derived artifact', async () => {
+  const withNickname = defineResource({
+    name: users.name,
+    label: users.label,
+    table: users.table,
+    type: users.type,
+    inputDescription: users.inputDescription,
+    cascade: users.cascade,
+    fields: { ...users.fields, nickname: field.string(64, { nullable: true }) },
+  });
+  jest.unstable_mockModule('../../src/users/user.resource.js', () => ({ ...realUsers, users: withNickname }));
+  const { openApiDocument } = await import('../../src/http/openapi.js');
+  const { graphQLSchema } = await import('../../src/graphql/schema.js');
+
+  // Reads, lists, writes, the ORM.
+  expect(withNickname.columns).toContain('t.nickname as "nickname"');
+  expect(withNickname.listFields.nickname).toEqual({ column: 't.nickname', kind: 'string', nullable: true });
+  expect(parseWrite(withNickname, { nickname: 'Ada' }, 'patch')).toEqual({ nickname: 'Ada' });
+  expect(refusal(() => parseWrite(withNickname, { nickname: 'x'.repeat(65) }, 'patch')).details?.[0].field).toBe('nickname');
+  expect(Object.keys(entitySchemaOf(withNickname).meta.properties)).toContain('nickname');
+
+  // OpenAPI: the record, and both write bodies.
+  const schemas = (
+    openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test' }) as { components: { schemas: Record<string, { properties: object }> } }
+  ).components.schemas;
+  const withIt = Object.entries(schemas)
+    .filter(([, s]) => s.properties && 'nickname' in s.properties)
+    .map(([name]) => name);
+  expect(withIt).toEqual(expect.arrayContaining(['User', 'UserCreate', 'UserPatch']));
+
+  // GraphQL: the object type, its inputs, its filter and its order.
+  const sdl = printSchema(await graphQLSchema());
+  for (const type of ['type User ', 'input UserInput ', 'input UserPatch ', 'input UserFilter ', 'input UserOrderBy ']) {
+    const block = sdl.slice(sdl.indexOf(type), sdl.indexOf('}', sdl.indexOf(type)));
+    expect(block).toMatch(/\bnickname: /);
+  }
+});

@@ -1,0 +1,51 @@
+/**
+ * The helpers of the HTTP tests shared by every path (test/http/requests and database.test.ts): a
+ * service per test file, every reply kept to check what must hold for all of them, the JSON error body.
+ */
+import { startTestService, type RequestOptions, type Reply, type TestService } from './service.js';
+
+export let svc: TestService;
+/** Every reply of this file, to check properties that must hold for all of them. */
+export const replies: Reply[] = [];
+
+export async function call(method: string, path: string, options?: RequestOptions): Promise<Reply> {
+  const reply = await svc.request(method, path, options);
+  replies.push(reply);
+  return reply;
+}
+
+/** Starts this file's service before its tests and stops it after them. */
+export function useService(): void {
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+}
+
+export async function userCount(): Promise<number> {
+  const [{ count }] = await svc.sql<{ count: string }>('select count(*) from users');
+  return Number(count);
+}
+
+export function expectError(res: Reply, status: number, error: string): void {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(res.body).toEqual({
+    code: status,
+    error,
+    message: expect.any(String),
+    requestId: res.headers.get('x-request-id'),
+    ...(res.body?.details ? { details: expect.any(Array) } : {}),
+  });
+  expect(res.body.message.length).toBeGreaterThan(0);
+}
+
+export const newUser = async () => {
+  const res = await call('POST', '/user/', { body: { firstName: 'Http', lastName: 'Test' } });
+  expect(res.status).toBe(201);
+  expect(res.body).toEqual(expect.any(Number));
+  expect(res.headers.get('location')).toBe(`/user/${res.body}`);
+  return { id: res.body as number };
+};

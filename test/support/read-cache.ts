@@ -1,0 +1,60 @@
+/**
+ * The helpers of the read-cache tests (test/read-cache/): a service per test file, and the
+ * statements a call sends, to tell a cache hit (the bearer lookup alone) from a miss.
+ */
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import { startTestService, type TestService } from './service.js';
+
+export let svc: TestService;
+/** Starts this file's service before its tests and stops it after them. */
+export function useService(): void {
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+}
+
+export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+
+/** The statements one call sends, and its reply. */
+export async function counted<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
+  svc.queries.length = 0;
+  const reply = await work();
+  return { statements: [...svc.queries], reply };
+}
+
+/**
+ * How many times a cache hit is tried. Any transaction that writes anywhere on the PostgreSQL
+ * server moves the snapshot the cache keys by (autovacuum analysing a table of another test's
+ * database does, and so do the test files running beside this one on the same server), and a
+ * moved snapshot is a miss: a hit is asked for again until one comes, this many times at most.
+ */
+export const HIT_ATTEMPTS = 10;
+
+/** A call expected to be answered from the cache: the bearer lookup alone (see HIT_ATTEMPTS). */
+export async function cached<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await counted(work);
+    if (result.statements.length === 1 || attempt === HIT_ATTEMPTS) return result;
+  }
+}
+
+export const PAGE = `query($name: String!) { users(filter: { lastName: { eq: $name } }) { total data { id firstName applications { data { right application { id name } } } roles { data { id name } } } } }`;
+
+/** One request written to the service's socket as given (in parts, `pause` ms apart); the raw answer. */
+export async function rawExchange(...parts: (string | number)[]): Promise<string> {
+  const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  let answer = '';
+  socket.on('data', (chunk) => (answer += chunk));
+  const ended = new Promise((r) => socket.once('end', r));
+  for (const part of parts) {
+    if (typeof part === 'number') await new Promise((r) => setTimeout(r, part));
+    else socket.write(part);
+  }
+  await ended;
+  return answer;
+}
