@@ -192,7 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     basePath: basePath(env.BASE_PATH),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
-    readCacheMb: integer(env, 'READ_CACHE_MB', 16, 0, 4096),
+    readCacheMb: integer(env, 'READ_CACHE_MB', 8, 0, 4096),
     subscriptionsMax: integer(env, 'SUBSCRIPTIONS_MAX', 1_000, 0, 1_000_000),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
