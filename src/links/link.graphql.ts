@@ -20,7 +20,6 @@ import {
 } from 'type-graphql';
 import { applications } from '../applications/application.resource.js';
 import { requirePermission } from '../auth/caller.js';
-import { AppError } from '../errors.js';
 import { CACHEABLE } from '../graphql/cacheable.js';
 import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/connection.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
@@ -134,12 +133,7 @@ export function linkResolvers(): ClassType[] {
       requirePermission(caller, 'user:read');
       const userId = parseId(args.userID, 'userID');
       const applicationId = parseId(args.applicationID, 'applicationID');
-      try {
-        return await ctx.services.links.getApplicationLink(caller, ctx.sql, userId, applicationId);
-      } catch (err) {
-        if (err instanceof AppError && err.code === 'NOT_FOUND') return null;
-        throw err;
-      }
+      return ctx.services.links.findApplicationLink(caller, ctx.sql, userId, applicationId);
     }
 
     @Mutation(() => Int, { description: 'Links the applications; answers how many links were created.' })

@@ -210,6 +210,13 @@ async function listLinks<R>(sql: Sql, source: NestedSource<R>, caller: Caller, u
   return { total: counted[0].total, page: q.page, pageSize: q.pageSize, data: found.map(source.fromRow) };
 }
 
+/** Whether the user is live, and its link to the application (both read at once). */
+async function applicationLink(caller: Caller, sql: Sql, userId: number, applicationId: number) {
+  requirePermission(caller, 'user:read');
+  const [user, [row]] = await Promise.all([sql.rows(LIVE_USER, [userId]), sql.rows(APPLICATION_LINK_BY_IDS, [userId, applicationId])]);
+  return { userFound: user.length > 0, link: row ? applicationLinkOf(row) : null };
+}
+
 export function linkService() {
   return {
     listApplications: (caller: Caller, sql: Sql, userId: number, list: CompiledList) => listLinks(sql, APPLICATION_LINKS, caller, userId, list),
@@ -254,12 +261,18 @@ export function linkService() {
       return { userID: caller.userId, userRight: linked ? linked.right : 0 };
     },
 
+    /** The link, a 404 naming what is missing: the user, or the link (REST). */
     async getApplicationLink(caller: Caller, sql: Sql, userId: number, applicationId: number): Promise<ApplicationLinkRecord> {
-      requirePermission(caller, 'user:read');
-      const [user, [row]] = await Promise.all([sql.rows(LIVE_USER, [userId]), sql.rows(APPLICATION_LINK_BY_IDS, [userId, applicationId])]);
-      if (user.length === 0) throw AppError.notFound(`no user with id ${userId}`);
-      if (!row) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
-      return applicationLinkOf(row);
+      const { userFound, link } = await applicationLink(caller, sql, userId, applicationId);
+      if (!userFound) throw AppError.notFound(`no user with id ${userId}`);
+      if (!link) throw AppError.notFound(`user ${userId} is not linked to application ${applicationId}`);
+      return link;
+    },
+
+    /** The link, or null when the user does not exist or is not linked to the application (GraphQL's userApplication). */
+    async findApplicationLink(caller: Caller, sql: Sql, userId: number, applicationId: number): Promise<ApplicationLinkRecord | null> {
+      const { userFound, link } = await applicationLink(caller, sql, userId, applicationId);
+      return userFound ? link : null;
     },
 
     /** PUT of a link's right; never creates a link (404 when there is none). */

@@ -68,7 +68,8 @@ export class ReadCache {
     const { snapshot } = caller;
     if (!snapshot) return false;
     // `xmin:xmax:xip… start`: concurrent requests may bring an older snapshot after a newer one.
-    const xmax = Number(snapshot.slice(snapshot.indexOf(':') + 1, snapshot.indexOf(':', snapshot.indexOf(':') + 1)));
+    const afterXmin = snapshot.indexOf(':') + 1;
+    const xmax = Number(snapshot.slice(afterXmin, snapshot.indexOf(':', afterXmin)));
     if (xmax > this.lastXmax) {
       this.lastXmax = xmax;
       this.moves++;
