@@ -2,7 +2,8 @@
  * The helpers of the REST link tests (test/links/applications, roles and access.test.ts): records
  * to link, the link rows as the database holds them, and the Link header of a list.
  */
-import { startTestService, type Reply, type TestService } from './service.js';
+import { startTestService, type TestService } from './service.js';
+export { sortedUrl, linksOf, expectedLinks } from './link-header.js';
 
 export let svc: TestService;
 /** Starts this file's service before its tests and stops it after them. */
@@ -80,26 +81,6 @@ export const gone = (app: number, right = 0): AppLinkRow => ({ app, right, delet
 export const link = (userId: number, ids: unknown, kind = 'application') => svc.request('POST', `/user/${userId}/${kind}/`, { body: ids });
 export const unlink = (userId: number, ids: unknown, kind = 'application') => svc.request('DELETE', `/user/${userId}/${kind}/`, { body: ids });
 export const setRight = (userId: number, appId: number, body: unknown) => svc.request('PUT', `/user/${userId}/application/${appId}`, { body });
-
-/** A URL with its query parameters sorted: their order is not part of the contract, only their values. */
-export function sortedUrl(url: string): string {
-  const [path, search = ''] = url.split('?', 2);
-  const params = new URLSearchParams(search);
-  params.sort();
-  return `${path}?${params.toString()}`;
-}
-
-/** The RFC 8288 Link header of a list answer as rel → URL (query sorted), rels in the order sent. */
-export function linksOf(res: Reply): Array<[string, string]> {
-  const header = res.headers.get('link') ?? '';
-  return [...header.matchAll(/<([^>]*)>;\s*rel="([^"]+)"/g)].map((m) => [m[2], sortedUrl(m[1])]);
-}
-
-/** The Link a list at `path?query` should carry: each rel's URL is the request's with only page changed. */
-export function expectedLinks(path: string, query: string, pages: { first: number; prev?: number; next?: number; last: number }): Array<[string, string]> {
-  const at = (page: number) => sortedUrl(`${path}?${query}${query ? '&' : ''}page=${page}`);
-  return (['first', 'prev', 'next', 'last'] as const).flatMap((rel) => (pages[rel] === undefined ? [] : [[rel, at(pages[rel]!)] as [string, string]]));
-}
 
 /** Ids in a message ("no live application with id 5, 9"). */
 export const idsIn = (message: string) => (message.match(/\d+/g) ?? []).map(Number).sort((a, b) => a - b);

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from './service.js';
+export { sortedUrl, linksOf, expectedLinks } from './link-header.js';
 
 export let svc: TestService;
 export const replies: Reply[] = [];
@@ -57,26 +58,6 @@ export function total(res: Reply): number {
   return Number(header);
 }
 
-/** A URL with its query parameters sorted: their order is not part of the contract, only their values. */
-export function sortedUrl(url: string): string {
-  const [path, search = ''] = url.split('?', 2);
-  const params = new URLSearchParams(search);
-  params.sort();
-  return `${path}?${params.toString()}`;
-}
-
-/** The RFC 8288 Link header of a list answer as [rel, URL (query sorted)], in the order sent. */
-export function linksOf(res: Reply): Array<[string, string]> {
-  const header = res.headers.get('link') ?? '';
-  return [...header.matchAll(/<([^>]*)>;\s*rel="([^"]+)"/g)].map((m) => [m[2], sortedUrl(m[1])]);
-}
-
-/** The Link a list at `path?query` should carry: each rel's URL is the request's with only page changed. */
-export function expectedLinks(path: string, query: string, pages: { first: number; prev?: number; next?: number; last: number }): Array<[string, string]> {
-  const at = (page: number) => sortedUrl(`${path}?${query}${query ? '&' : ''}page=${page}`);
-  return (['first', 'prev', 'next', 'last'] as const).flatMap((rel) => (pages[rel] === undefined ? [] : [[rel, at(pages[rel]!)] as [string, string]]));
-}
-
 /** The query string list() sends for these parameters. */
 export function queryOf(params: Record<string, unknown>): string {
   return Object.entries(params)
@@ -125,4 +106,17 @@ export function useService(): void {
   afterAll(async () => {
     await svc?.stop();
   });
+}
+
+/** What every reply of a list test file must show: no 500, no password/rememberToken keys, no SQL or stack in error bodies. */
+export function expectCleanReplies(): void {
+  expect(replies.length).toBeGreaterThan(100);
+  for (const reply of replies) {
+    expect(reply.status).toBeLessThan(500);
+    expect(reply.text).not.toMatch(/"(password|rememberToken)"\s*:/);
+    if (reply.status >= 400) {
+      expect(reply.text).not.toMatch(/\bselect\b|\binsert\s+into\b|\bdelete\s+from\b|\bupdate\s+"?\w+"?\s+set\b/i);
+      expect(reply.text).not.toMatch(/\n\s+at |\.ts:\d+|node_modules/);
+    }
+  }
 }

@@ -17,6 +17,7 @@ import {
   gqlUser,
   useService,
 } from '../support/graphql-operations.js';
+import { defaultUser } from '../support/users.js';
 
 /** The user queries and mutations over GraphQL: results, errors, lists (filters, orderBy, pages), parity with REST. */
 useService();
@@ -24,18 +25,7 @@ useService();
 describe('users', () => {
   test('createUser: the record with defaults; it reads back identically over REST and in the table', async () => {
     const { createUser } = await run(CREATE_USER, { input: { firstName: 'Grace', lastName: 'Hopper' } });
-    expect(createUser).toEqual({
-      id: expect.stringMatching(/^[1-9]\d*$/),
-      ref: 0,
-      outKey: null,
-      firstName: 'Grace',
-      lastName: 'Hopper',
-      avatarUrl: null,
-      photoUrl: null,
-      status: 0,
-      createdAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
-    });
+    expect(createUser).toEqual(defaultUser(expect.stringMatching(/^[1-9]\d*$/), 'Grace', 'Hopper'));
     const rest = await svc.request('GET', `/user/${createUser.id}`);
     expect(rest.status).toBe(200);
     expect(rest.body).toEqual(restUser(createUser));

@@ -1,4 +1,5 @@
 import { startTestService, type TestService } from '../support/service.js';
+import { ISO, defaultUser } from '../support/users.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -10,7 +11,6 @@ afterAll(async () => {
 
 const ada = { firstName: 'Ada', lastName: 'Lovelace', ref: 7, outKey: 'ada-1', status: 1 };
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REPRESENTATION = { Prefer: 'return=representation' };
 
 /** POST /user/ in the default dialect: 201, Location, the new id as a bare number. */
@@ -44,18 +44,7 @@ describe('POST /user/', () => {
     expect(res.headers.get('location')).toBe(`/user/${res.body}`);
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
     expect(res.headers.get('preference-applied')).toBeNull();
-    expect(await getUser(res.body)).toEqual({
-      id: res.body,
-      ref: 0,
-      outKey: null,
-      firstName: 'Grace',
-      lastName: 'Hopper',
-      avatarUrl: null,
-      photoUrl: null,
-      status: 0,
-      createdAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
-    });
+    expect(await getUser(res.body)).toEqual(defaultUser(res.body, 'Grace', 'Hopper'));
     const [row] = await svc.sql('select first_name, password, remember_token from users where id = ?', [res.body]);
     expect(row).toEqual({ first_name: 'Grace', password: '', remember_token: null });
   });
@@ -65,18 +54,7 @@ describe('POST /user/', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('preference-applied')).toBe('return=representation');
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
-    expect(res.body).toEqual({
-      id: expect.any(Number),
-      ref: 0,
-      outKey: null,
-      firstName: 'Grace',
-      lastName: 'Hopper',
-      avatarUrl: null,
-      photoUrl: null,
-      status: 0,
-      createdAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
-    });
+    expect(res.body).toEqual(defaultUser(expect.any(Number), 'Grace', 'Hopper'));
     expect(res.headers.get('location')).toBe(`/user/${res.body.id}`);
     expect(await getUser(res.body.id)).toEqual(res.body);
   });
