@@ -1,6 +1,6 @@
 import { requirePermission, type Caller } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
-import { orderSql, type CompiledList, type Page } from '../list/list.js';
+import { offsetPageSql, type CompiledList, type Page } from '../list/list.js';
 import { auditEvents, type AuditEvent } from './audit.resource.js';
 
 /** GET /audit/ and GraphQL auditEvents: the log, through the list language; needs audit:read. */
@@ -12,7 +12,7 @@ export function auditService() {
       const where = q.where ? ` where ${q.where.sql}` : '';
       const params = q.where?.params ?? [];
       const [data, total] = await Promise.all([
-        sql.rows<AuditEvent>(`select ${auditEvents.columns} from audit_events t${where} order by ${orderSql(q.order)} limit ? offset ?`, [
+        sql.rows<AuditEvent>(offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order), [
           ...params,
           q.limit,
           q.offset,

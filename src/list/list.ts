@@ -137,6 +137,19 @@ export function orderSql(order: readonly SortKey[], reverse = false): string {
 }
 
 /**
+ * The statement of one offset page of a table's rows (`t`): the page's ids first, then its rows.
+ * PostgreSQL produces every row it skips for an offset; found through a narrow index (the live ids:
+ * `<table>_live_id_idx`, or the primary key), the skipped rows cost an index entry each instead of
+ * a heap tuple made into a row (pgbench, page 150 of 50 users: 1.46 ms a page read whole, 0.50 ms
+ * ids first; 0.70 ms with no page all-visible). The rows are then read by id and ordered again.
+ * `where` and `order` are on `t`; the parameters are the where clause's, the limit and the offset.
+ */
+export function offsetPageSql(columns: string, table: string, where: SqlFragment | null, order: readonly SortKey[]): string {
+  const ordered = orderSql(order);
+  return `select ${columns} from ${table} t join (select t.id from ${table} t${where ? ` where ${where.sql}` : ''} order by ${ordered} limit ? offset ?) p on p.id = t.id order by ${ordered}`;
+}
+
+/**
  * Which records a top-level list reads (docs/rest.md#deleted-records-restore-and-deletedonlyinclude's `deleted`): the live ones (the default), only
  * the soft-deleted ones, or both.
  */

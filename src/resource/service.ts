@@ -8,6 +8,7 @@ import {
   andAll,
   compileList,
   deletedScopeSql,
+  offsetPageSql,
   orderSql,
   parseDeleted,
   type CompiledList,
@@ -211,7 +212,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
       const where = andAll(deletedScopeSql(scope), q.where);
       const columns = columnsFor(options.fields, scope);
       const present = presenterOf(scope);
-      const page = sql.rows<Row>(`select ${columns} from ${resource.table} t${whereSql(where)} order by ${orderSql(q.order)} limit ? offset ?`, [
+      const page = sql.rows<Row>(offsetPageSql(columns, resource.table, where, q.order), [
         ...(where?.params ?? []),
         q.limit,
         q.offset,

@@ -292,6 +292,27 @@ describe('REST: deleted=only|include on the lists', () => {
     expect(res.headers.get('link')).toContain('rel="next"');
   });
 
+  test('pages of one record walk every scope in its order: the page ids are found first, then their rows', async () => {
+    const walk = async (query: string) => {
+      const seen: [number, string][] = [];
+      for (let page = 1; page <= 5; page++) {
+        const res = await svc.request('GET', `/user/?filter=${filter}&${query}&pageSize=1&page=${page}`);
+        expect(res.status).toBe(200);
+        seen.push(...res.body.map((u: { id: number; lastName: string }) => [u.id, u.lastName] as [number, string]));
+      }
+      return seen;
+    };
+    expect(await walk('orderBy=-lastName')).toEqual([
+      [ids[2], 'L2'],
+      [ids[0], 'L0'],
+    ]);
+    expect(await walk('deleted=include&orderBy=-lastName')).toEqual([3, 2, 1, 0].map((i) => [ids[i], `L${i}`]));
+    expect(await walk('deleted=only&orderBy=lastName')).toEqual([
+      [ids[1], 'L1'],
+      [ids[3], 'L3'],
+    ]);
+  });
+
   test('the unfiltered totals of deleted lists are counted (live_counts is for live lists)', async () => {
     const [{ all, live }] = await svc.sql<{ all: string; live: string }>(
       'select count(*) as all, count(*) filter (where deleted_at is null) as live from users',
