@@ -49,6 +49,11 @@ export interface Config {
   subscriptionsMax: number;
   /** READ_CACHE_MB: memory for answers of cacheable reads, served while nothing was written (0: off). */
   readCacheMb: number;
+  /**
+   * READ_CACHE_ASIDE_WRITES: how many times a second the database's snapshot may move (writes
+   * committed) before the read cache stands aside (src/read-cache/store.ts).
+   */
+  readCacheAsideWrites: number;
   /** TOKEN_KEY: seals and hashes token secrets (required with DATABASE_URL; else the key file in DATA_DIR). */
   tokenKey: Buffer | undefined;
   /** TOKEN_KEY_PREVIOUS: still opens and matches tokens until `npm run rotate-key` re-encrypts them. */
@@ -193,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
     readCacheMb: integer(env, 'READ_CACHE_MB', 8, 0, 4096),
+    readCacheAsideWrites: integer(env, 'READ_CACHE_ASIDE_WRITES', 50, 1, 1_000_000),
     subscriptionsMax: integer(env, 'SUBSCRIPTIONS_MAX', 1_000, 0, 1_000_000),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',

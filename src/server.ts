@@ -105,7 +105,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
       if (ran.length) log.info('migrations applied', { migrations: ran });
     }
     const services = createServices(db.keyring);
-    const readCache = createReadCache(config.readCacheMb);
+    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites);
     const metrics = config.metrics ? createMetrics(db) : null;
     // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
     // GraphQL endpoint and over WebSocket on the same server.

@@ -31,9 +31,9 @@ const MAX_AGE_MS = 60_000;
  * its churn. It neither keeps nor serves while the last window was that busy, and takes up again
  * after a quieter one (or after two windows without a cacheable request). Counted in this
  * instance's own requests, so a quiet instance never stands aside, whatever other databases on
- * the server do.
+ * the server do. The rate is READ_CACHE_ASIDE_WRITES (50 by default).
  */
-const BUSY_MOVES_PER_SECOND = 50;
+export const BUSY_MOVES_PER_SECOND = 50;
 const WINDOW_MS = 1_000;
 
 /**
@@ -58,7 +58,10 @@ export class ReadCache {
   private windowStart = 0;
   private standingAside = false;
 
-  constructor(maxBytes: number) {
+  constructor(
+    maxBytes: number,
+    private readonly busyMovesPerSecond = BUSY_MOVES_PER_SECOND,
+  ) {
     this.entries = new LRUCache<string, Entry>({
       maxSize: maxBytes,
       ttl: MAX_AGE_MS,
@@ -85,7 +88,7 @@ export class ReadCache {
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {
-      this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > BUSY_MOVES_PER_SECOND;
+      this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > this.busyMovesPerSecond;
       this.moves = 0;
       this.windowStart = now;
     }
@@ -126,6 +129,6 @@ export function ownBytes(text: string): Buffer {
 }
 
 /** The process's store for a configured size in MiB, or null when READ_CACHE_MB is 0. */
-export function createReadCache(megabytes: number): ReadCache | null {
-  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024) : null;
+export function createReadCache(megabytes: number, busyMovesPerSecond = BUSY_MOVES_PER_SECOND): ReadCache | null {
+  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024, busyMovesPerSecond) : null;
 }
