@@ -12,7 +12,7 @@ export function auditService() {
       const where = q.where ? ` where ${q.where.sql}` : '';
       const params = q.where?.params ?? [];
       const [data, total] = await Promise.all([
-        sql.rows<AuditEvent>(offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order), [...params, q.limit, q.offset]),
+        sql.rows<AuditEvent>(offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order, q.offset), [...params, q.limit, q.offset]),
         options.count === false ? null : sql.rows<{ total: number }>(`select count(*) as total from audit_events t${where}`, params).then(([r]) => r.total),
       ]);
       return { total, page: q.page, pageSize: q.pageSize, data };

@@ -313,6 +313,17 @@ describe('REST: deleted=only|include on the lists', () => {
     ]);
   });
 
+  test('a later page of several records keeps the order, ties by id: its rows are ordered again after they are read by id', async () => {
+    const tied = uniq('tie');
+    const made: number[] = [];
+    for (const lastName of ['B', 'A', 'B', 'A', 'B']) made.push(await create('/user/', { firstName: tied, lastName }));
+    const byName = encodeURIComponent(`firstName eq '${tied}'`);
+    const page = async (n: number) =>
+      (await svc.request('GET', `/user/?filter=${byName}&orderBy=-lastName&pageSize=2&page=${n}`)).body.map((u: { id: number }) => u.id);
+    // -lastName, then id ascending: B B B A A.
+    expect([...(await page(1)), ...(await page(2)), ...(await page(3))]).toEqual([made[0], made[2], made[4], made[1], made[3]]);
+  });
+
   test('the unfiltered totals of deleted lists are counted (live_counts is for live lists)', async () => {
     const [{ all, live }] = await svc.sql<{ all: string; live: string }>(
       'select count(*) as all, count(*) filter (where deleted_at is null) as live from users',
