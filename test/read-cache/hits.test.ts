@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import pg from 'pg';
 import { startTestService, type TestService } from '../support/service.js';
-import { svc, uniq, counted, cached, rawExchange, useService, HIT_ATTEMPTS } from '../support/read-cache.js';
+import { svc, uniq, counted, cached, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
 
 /**
  * REST hits are answered ahead of the Koa app (src/http/front-cache.ts): the same answer, and the
@@ -85,6 +85,7 @@ describe('cache hits and the answers they stand for', () => {
       let appLine: Record<string, unknown> = {};
       // Both are hits unless a write elsewhere on the server moved the snapshot in between (see HIT_ATTEMPTS).
       for (let attempt = 1; attempt === 1 || (attempt <= HIT_ATTEMPTS && (earlyLine.readCache !== 'hit' || appLine.readCache !== 'hit')); attempt++) {
+        if (attempt > 1) await retryPause(attempt);
         expect((await svc.request('GET', path)).status).toBe(200); // now cached
         early = await exchange(path, '');
         earlyLine = lastLine();
@@ -121,6 +122,7 @@ describe('cache hits and the answers they stand for', () => {
     let appLine: Record<string, unknown> = {};
     // Both are hits unless a write elsewhere on the server moved the snapshot in between (see HIT_ATTEMPTS).
     for (let attempt = 1; attempt === 1 || (attempt <= HIT_ATTEMPTS && (earlyLine.readCache !== 'hit' || appLine.readCache !== 'hit')); attempt++) {
+      if (attempt > 1) await retryPause(attempt);
       if (attempt > 1) await exchange(''); // kept again under the snapshot of now
       early = await exchange('');
       earlyLine = lastLine();
@@ -204,6 +206,7 @@ describe('cache hits and the answers they stand for', () => {
           other.queries.length = 0;
           const reply = await send();
           if (other.queries.length === 1 || attempt === HIT_ATTEMPTS) return reply;
+          await retryPause(attempt);
         }
       };
       const again = await hit(() => other.request('GET', path));

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { startService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startTestService } from '../support/service.js';
-import { svc, uniq, counted, rawExchange, useService, HIT_ATTEMPTS } from '../support/read-cache.js';
+import { svc, uniq, counted, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
 
 /**
  * What the cached answers are kept under (the database snapshot), what they are never served to,
@@ -19,6 +19,7 @@ describe('the snapshot answers are kept under', () => {
     // this one): compared as a pair, HIT_ATTEMPTS times at most.
     let stable = false;
     for (let attempt = 0; attempt < HIT_ATTEMPTS && !stable; attempt++) {
+      if (attempt > 0) await retryPause(attempt);
       const before = await snapshot();
       await svc.request('GET', '/user/?pageSize=1');
       stable = (await snapshot()) === before;
@@ -112,6 +113,7 @@ test('hits and misses are counted in /metrics and noted in the request log', asy
   // Asked again until a hit (see HIT_ATTEMPTS: test files beside this one move the snapshot).
   let sent = 0;
   do {
+    if (sent > 0) await retryPause(sent);
     await svc.request('GET', path);
     sent++;
   } while (roleLines().at(-1)?.readCache !== 'hit' && sent < HIT_ATTEMPTS);

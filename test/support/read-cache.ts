@@ -30,15 +30,21 @@ export async function counted<T>(work: () => Promise<T>): Promise<{ statements: 
  * How many times a cache hit is tried. Any transaction that writes anywhere on the PostgreSQL
  * server moves the snapshot the cache keys by (autovacuum analysing a table of another test's
  * database does, and so do the test files running beside this one on the same server), and a
- * moved snapshot is a miss: a hit is asked for again until one comes, this many times at most.
+ * moved snapshot is a miss: a hit is asked for again until one comes, this many times at most,
+ * after a pause that grows with each attempt (a file beside this one may write for a few seconds
+ * in a row: read-cache/busy.test.ts does), about 8 s in all.
  */
-export const HIT_ATTEMPTS = 10;
+export const HIT_ATTEMPTS = 20;
+
+/** The pause before asking again after `attempt` misses: 40 ms more each time. */
+export const retryPause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, 40 * attempt));
 
 /** A call expected to be answered from the cache: the bearer lookup alone (see HIT_ATTEMPTS). */
 export async function cached<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
   for (let attempt = 1; ; attempt++) {
     const result = await counted(work);
     if (result.statements.length === 1 || attempt === HIT_ATTEMPTS) return result;
+    await retryPause(attempt);
   }
 }
 
