@@ -150,8 +150,9 @@ export function orderSql(order: readonly SortKey[], reverse = false): string {
  */
 export function offsetPageSql(columns: string, table: string, where: SqlFragment | null, order: readonly SortKey[], offset: number): string {
   const ordered = orderSql(order);
-  if (offset === 0) return `select ${columns} from ${table} t${where ? ` where ${where.sql}` : ''} order by ${ordered} limit ? offset ?`;
-  return `select ${columns} from ${table} t where t.id = any(array(select t.id from ${table} t${where ? ` where ${where.sql}` : ''} order by ${ordered} limit ? offset ?)) order by ${ordered}`;
+  const page = `from ${table} t${where ? ` where ${where.sql}` : ''} order by ${ordered} limit ? offset ?`;
+  if (offset === 0) return `select ${columns} ${page}`;
+  return `select ${columns} from ${table} t where t.id = any(array(select t.id ${page})) order by ${ordered}`;
 }
 
 /**

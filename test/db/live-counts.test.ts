@@ -1,4 +1,5 @@
 import { startTestService, type TestService } from '../support/service.js';
+import { liveCounts } from '../support/live-counts.js';
 
 /**
  * The live-row counts behind unfiltered totals (src/db/migrations: live_counts, and the row-level
@@ -13,23 +14,13 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.stop());
 
-async function liveCounts() {
-  const kept = await svc.sql<{ table_name: string; live: string }>('select table_name, live from live_counts order by table_name');
-  const counted: Record<string, number> = {};
-  for (const { table_name } of kept) {
-    const [row] = await svc.sql<{ n: string }>(`select count(*) as n from ${table_name} where deleted_at is null`);
-    counted[table_name] = Number(row.n);
-  }
-  return { kept: Object.fromEntries(kept.map((r) => [r.table_name, Number(r.live)])), counted };
-}
-
 const total = async () => Number((await svc.request('GET', '/user/?pageSize=1')).headers.get('x-total-count'));
 
 test('live counts follow soft deletes and restores made by hand, in bulk and one by one, and ignore other updates', async () => {
   const ids: number[] = [];
   for (let i = 0; i < 5; i++) ids.push((await svc.request('POST', '/user/', { body: { firstName: 'Counted', lastName: `N${i}` } })).body);
   const start = await total();
-  expect((await liveCounts()).kept).toEqual((await liveCounts()).counted);
+  expect((await liveCounts(svc)).kept).toEqual((await liveCounts(svc)).counted);
 
   // Ordinary updates, through the service and by hand: no change.
   expect((await svc.request('PATCH', `/user/${ids[0]}`, { body: { firstName: 'Still counted' }, headers: { Attrs: 'firstName' } })).status).toBe(200);
@@ -48,7 +39,7 @@ test('live counts follow soft deletes and restores made by hand, in bulk and one
   expect((await svc.request('DELETE', `/user/${ids[4]}`)).status).toBe(200);
   expect(await total()).toBe(start - 2);
 
-  const { kept, counted } = await liveCounts();
+  const { kept, counted } = await liveCounts(svc);
   expect(kept).toEqual(counted);
 });
 
@@ -69,7 +60,7 @@ test('a bulk soft delete moves the count once per statement, exactly: a user del
   expect(await tokens()).toBe(start - 3_000);
   expect((await svc.request('DELETE', `/token/?filter=${encodeURIComponent(`userID eq ${other}`)}`)).status).toBe(200);
   expect(await tokens()).toBe(start - 3_500);
-  const { kept, counted } = await liveCounts();
+  const { kept, counted } = await liveCounts(svc);
   expect(kept).toEqual(counted);
   // The running total lives in the transaction only: nothing is left over for the next one.
   const [setting] = await svc.sql<{ value: string | null }>(`select current_setting('live_counts.tokens', true) as value`);
@@ -94,13 +85,13 @@ test('changes rolled back to a savepoint leave the count as it was before them',
     client.release();
   }
   expect(await total()).toBe(before - 1);
-  const { kept, counted } = await liveCounts();
+  const { kept, counted } = await liveCounts(svc);
   expect(kept).toEqual(counted);
 });
 
 test('a rolled-back soft delete leaves the count as it was', async () => {
   const id = (await svc.request('POST', '/user/', { body: { firstName: 'Rolled', lastName: 'Back' } })).body;
-  const before = await liveCounts();
+  const before = await liveCounts(svc);
   const client = await svc.running.db.sql.pool.connect();
   try {
     await client.query('begin');
@@ -109,5 +100,5 @@ test('a rolled-back soft delete leaves the count as it was', async () => {
   } finally {
     client.release();
   }
-  expect(await liveCounts()).toEqual(before);
+  expect(await liveCounts(svc)).toEqual(before);
 });

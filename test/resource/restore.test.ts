@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
+import { liveCounts } from '../support/live-counts.js';
 
 /**
  * SPEC §9, restore and deleted reads, on both protocols: POST /{resource}/{id}/restore and the
@@ -43,17 +44,6 @@ function expectError(res: Reply, status: number, error: string, message?: RegExp
 async function deletedAt(table: string, id: number): Promise<string | null> {
   const [row] = await svc.sql<{ deleted_at: string | null }>(`select deleted_at from ${table} where id = ?`, [id]);
   return row.deleted_at;
-}
-
-/** The kept live counts and the true ones, per table: equal when live_counts is exact. */
-async function liveCounts() {
-  const kept = await svc.sql<{ table_name: string; live: string }>('select table_name, live from live_counts order by table_name');
-  const counted: Record<string, number> = {};
-  for (const { table_name } of kept) {
-    const [row] = await svc.sql<{ n: string }>(`select count(*) as n from ${table_name} where deleted_at is null`);
-    counted[table_name] = Number(row.n);
-  }
-  return { kept: Object.fromEntries(kept.map((r) => [r.table_name, Number(r.live)])), counted };
 }
 
 describe('REST: POST /{resource}/{id}/restore', () => {
@@ -241,12 +231,12 @@ describe('REST: POST /{resource}/{id}/restore', () => {
       expect((await svc.request('POST', `${path}/restore`)).body).toBe(1);
     }
     expect(await totals()).toEqual(start);
-    const { kept, counted } = await liveCounts();
+    const { kept, counted } = await liveCounts(svc);
     expect(kept).toEqual(counted);
     // A refused restore (409) leaves the counts as they were.
     const again = await svc.request('POST', `/role/${role}/restore`);
     expect(again.status).toBe(409);
-    expect((await liveCounts()).kept).toEqual(counted);
+    expect((await liveCounts(svc)).kept).toEqual(counted);
   });
 });
 
