@@ -6,6 +6,7 @@ import { auditResolver } from '../audit/audit.graphql.js';
 import { linkResolvers } from '../links/link.graphql.js';
 import { realtimeResolvers } from '../realtime/realtime.graphql.js';
 import { namedResolver } from '../resource/named.graphql.js';
+import { withPlainResolvers } from './plain-resolvers.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenResolvers } from '../tokens/token.graphql.js';
 import { userResolver } from '../users/user.graphql.js';
@@ -39,7 +40,7 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
     // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
     // once the schema has subscriptions; ours give their own `subscribe` (events come from the
     // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
-    return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS });
+    return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS }).then(withPlainResolvers);
   })();
   return built;
 }

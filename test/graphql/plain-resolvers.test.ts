@@ -1,0 +1,55 @@
+import { graphql, GraphQLObjectType, GraphQLSchema, GraphQLString, type GraphQLField } from 'graphql';
+import { graphQLSchema } from '../../src/graphql/schema.js';
+import { withPlainResolvers } from '../../src/graphql/plain-resolvers.js';
+
+/**
+ * The fields resolved once per parent record run as their plain resolvers (src/graphql/plain-resolvers.ts),
+ * not through type-graphql's parameter wrapper. No database: the schema alone.
+ */
+describe('plain resolvers', () => {
+  const PER_PARENT = [
+    'User.applications',
+    'User.roles',
+    'User.applicationsConnection',
+    'User.rolesConnection',
+    'User.tokens',
+    'User.tokensConnection',
+    'Token.user',
+  ];
+
+  const field = (schema: GraphQLSchema, path: string): GraphQLField<unknown, unknown> => {
+    const [type, name] = path.split('.');
+    return (schema.getType(type) as GraphQLObjectType).getFields()[name];
+  };
+
+  it('gives every nested field that runs once per parent its plain resolver as resolve', async () => {
+    const schema = await graphQLSchema();
+    for (const path of PER_PARENT) {
+      const { resolve, extensions } = field(schema, path);
+      expect({ path, plain: typeof extensions.plainResolver }).toEqual({ path, plain: 'function' });
+      expect(resolve).toBe(extensions.plainResolver);
+    }
+  });
+
+  it('keeps what else a marked field declares (its arguments, and whether it may be cached)', async () => {
+    const schema = await graphQLSchema();
+    const applications = field(schema, 'User.applications');
+    expect(applications.args.map((a) => a.name)).toEqual(expect.arrayContaining(['page', 'pageSize', 'filter', 'orderBy']));
+    expect(applications.extensions.readCache).toBe(true);
+  });
+
+  it('maps only marked fields: an unmarked resolver stays as it was', async () => {
+    const own = (_root: unknown, args: { x?: string }) => `own ${args.x ?? ''}`;
+    const plain = (_root: unknown, args: { x?: string }) => `plain ${args.x ?? ''}`;
+    const Query = new GraphQLObjectType({
+      name: 'Query',
+      fields: {
+        marked: { type: GraphQLString, args: { x: { type: GraphQLString } }, resolve: own, extensions: { plainResolver: plain } },
+        unmarked: { type: GraphQLString, args: { x: { type: GraphQLString } }, resolve: own },
+      },
+    });
+    const schema = withPlainResolvers(new GraphQLSchema({ query: Query }));
+    const result = await graphql({ schema, source: '{ marked(x: "a") unmarked(x: "b") }' });
+    expect(result).toEqual({ data: { marked: 'plain a', unmarked: 'own b' } });
+  });
+});
