@@ -1,0 +1,84 @@
+// The floor of this service's stack for GraphQL: Koa 3, koa-bodyparser, Apollo Server 5 through
+// @as-integrations/koa (what the service is built on), a three-type schema in SDL on graphql-js,
+// the bearer token's keyed hash (the service's own Keyring) and its lookup, and the same statements
+// as the service: `user(id)` reads one row; `patchUser` is one statement that locks, updates and
+// inserts the audit row (FLOOR_AUDIT=0: the update alone, as PostGraphile's write). Nothing else:
+// no request id, log line, metrics, limits, error mapping, read cache, type-graphql, graphql-jit.
+// It measures how close to PostGraphile any service on this stack can come here
+// (docs/benchmarks.md#the-floor-of-the-stack).
+//
+//   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchus PORT=5731 node bench/apollo-floor.mjs
+//   wrk -t2 -c32 -d8s -s ../shared/bench/load.lua http://127.0.0.1:5731 -- us-gql-user   # or us-gql-patch
+import { ApolloServer } from '@apollo/server';
+import { koaMiddleware } from '@as-integrations/koa';
+import { GraphQLError } from 'graphql';
+import Koa from 'koa';
+import bodyParser from 'koa-bodyparser';
+import pg from 'pg';
+import { Keyring } from '../dist/src/tokens/secrets.js';
+
+const keyring = Keyring.of(Buffer.from(process.env.TOKEN_KEY ?? '', 'base64'));
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+const audit = process.env.FLOOR_AUDIT !== '0';
+
+const TOKEN = {
+  name: 'floor-token',
+  text: `select t.id, t.user_id, t.scope from tokens t join users u on u.id = t.user_id
+          where t.access_token_hmac = $1 and t.deleted_at is null and u.deleted_at is null
+            and (t.expire_at is null or t.expire_at > now())`,
+};
+const USER = {
+  name: 'floor-user',
+  text: `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`,
+};
+const PATCH = audit
+  ? {
+      name: 'floor-patch-audited',
+      text: `with o as (select * from users where id = $1::bigint and deleted_at is null for no key update),
+                  n as (update users t set first_name = $2::text, updated_at = now() from o
+                         where t.id = o.id and t.first_name is distinct from $2::text returning t.*),
+                  a as (insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)
+                        select $3::bigint, $4::bigint, null, 'patch', 'user', n.id,
+                               jsonb_build_object('firstName', jsonb_build_object('before', to_jsonb(o.first_name), 'after', to_jsonb(n.first_name)))
+                          from n join o on o.id = n.id)
+             select id, first_name as "firstName" from (select * from n union all select * from o where not exists (select 1 from n)) t`,
+    }
+  : {
+      name: 'floor-patch',
+      text: `update users set first_name = $2::text, updated_at = now() where id = $1::bigint and deleted_at is null returning id, first_name as "firstName"`,
+    };
+
+const typeDefs = `
+  type User { id: ID! firstName: String! lastName: String! status: Int! }
+  input UserPatch { firstName: String }
+  type Query { user(id: ID!): User }
+  type Mutation { patchUser(id: ID!, input: UserPatch!): User }
+`;
+const resolvers = {
+  Query: {
+    user: async (_root, { id }) => (await pool.query({ ...USER, values: [Number(id)] })).rows[0] ?? null,
+  },
+  Mutation: {
+    patchUser: async (_root, { id, input }, { token }) => {
+      const values = audit ? [Number(id), input.firstName, token.id, token.user_id] : [Number(id), input.firstName];
+      return (await pool.query({ ...PATCH, values })).rows[0] ?? null;
+    },
+  },
+};
+
+const server = new ApolloServer({ typeDefs, resolvers });
+await server.start();
+const app = new Koa();
+app.use(bodyParser());
+app.use(
+  koaMiddleware(server, {
+    context: async ({ ctx }) => {
+      const m = /^Bearer +(\S+)$/.exec(ctx.get('Authorization'));
+      const token = m && (await pool.query({ ...TOKEN, values: [keyring.hash('accessToken', m[1])] })).rows[0];
+      if (!token) throw new GraphQLError('unauthorized', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+      return { token };
+    },
+  }),
+);
+app.listen(Number(process.env.PORT ?? 5731), '127.0.0.1');

@@ -1,0 +1,50 @@
+// The floor of this service's stack for `GET /user/{id}`: Koa 3 and @koa/router (what the service
+// is built on), a pg pool with named statements, the bearer token's keyed hash (the service's own
+// Keyring) and its lookup, the user's row by id, JSON out. Nothing else: no request id, log line,
+// metrics, CORS, Host check, error mapping, presenter, read cache. It measures how close to raw
+// node:http + pg any service on Koa can come here (docs/benchmarks.md#the-floor-of-the-stack).
+//
+//   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchus PORT=5730 node bench/koa-floor.mjs
+//   wrk -t2 -c32 -d8s -s ../shared/bench/load.lua http://127.0.0.1:5730 -- us-user
+import Router from '@koa/router';
+import Koa from 'koa';
+import pg from 'pg';
+import { Keyring } from '../dist/src/tokens/secrets.js';
+
+const keyring = Keyring.of(Buffer.from(process.env.TOKEN_KEY ?? '', 'base64'));
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+const TOKEN = {
+  name: 'floor-token',
+  text: `select t.id, t.user_id, t.scope from tokens t join users u on u.id = t.user_id
+          where t.access_token_hmac = $1 and t.deleted_at is null and u.deleted_at is null
+            and (t.expire_at is null or t.expire_at > now())`,
+};
+const USER = {
+  name: 'floor-user',
+  text: `select id, ref, out_key as "outKey", first_name as "firstName", last_name as "lastName", avatar_url as "avatarUrl",
+                photo_url as "photoUrl", status, created_at as "createdAt", updated_at as "updatedAt"
+           from users where id = $1 and deleted_at is null`,
+};
+
+const router = new Router();
+router.get('/user/:id', async (ctx) => {
+  const m = /^Bearer +(\S+)$/.exec(ctx.get('Authorization'));
+  const token = m && (await pool.query({ ...TOKEN, values: [keyring.hash('accessToken', m[1])] })).rows[0];
+  if (!token) {
+    ctx.status = 401;
+    ctx.body = { error: 'unauthorized' };
+    return;
+  }
+  const { rows } = await pool.query({ ...USER, values: [Number(ctx.params.id)] });
+  if (!rows[0]) {
+    ctx.status = 404;
+    ctx.body = { error: 'not found' };
+    return;
+  }
+  ctx.body = rows[0];
+});
+
+const app = new Koa();
+app.use(router.routes());
+app.listen(Number(process.env.PORT ?? 5730), '127.0.0.1');
