@@ -6,10 +6,10 @@ import { auditResolver } from '../audit/audit.graphql.js';
 import { linkResolvers } from '../links/link.graphql.js';
 import { realtimeResolvers } from '../realtime/realtime.graphql.js';
 import { namedResolver } from '../resource/named.graphql.js';
-import { withPlainResolvers } from './plain-resolvers.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenResolvers } from '../tokens/token.graphql.js';
 import { userResolver } from '../users/user.graphql.js';
+import { withPlainResolvers } from './plain-resolvers.js';
 
 let built: Promise<GraphQLSchema> | undefined;
 

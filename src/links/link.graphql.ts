@@ -25,7 +25,7 @@ import { ConnectionArgs, connectionInput, ConnectionType } from '../graphql/conn
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTimeFilter, IDFilter, listInput, SafeIntFilter, SortDirection, StringFilter } from '../graphql/filters.js';
 import { PageArgs, PageType } from '../graphql/page.js';
-import { PlainResolver, type PlainFieldResolver } from '../graphql/plain-resolvers.js';
+import { PlainResolver } from '../graphql/plain-resolvers.js';
 import { DateTime } from '../graphql/scalars.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from '../graphql/selection.js';
 import { compileKeyset } from '../list/keyset.js';
@@ -182,64 +182,41 @@ export function linkResolvers(): ClassType[] {
   const forbidden = 'null (with a FORBIDDEN error) when the token lacks user:read; the rest of the user still comes back.';
 
   /** User.applications(…) and User.roles(…): one statement each for a whole page of users. */
-  const applicationsOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'user:read');
-        const list = compileList(listInput(args), APPLICATION_LINK_LIST_FIELDS);
-        const count = selects(info, 'total');
-        const fields = { link: selectedFields(info, PAGE_RECORDS), application: selectedFields(info, [...PAGE_RECORDS, 'application']) };
-        return (caller, sql, ids) => ctx.services.links.listApplicationsForUsers(caller, sql, ids, list, count, fields);
-      })
-      .load(user.id);
-
-  const rolesOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'user:read');
-        const list = compileList(listInput(args), USER_ROLE_LIST_FIELDS);
-        const count = selects(info, 'total');
-        const fields = selectedFields(info, PAGE_RECORDS);
-        return (caller, sql, ids) => ctx.services.links.listRolesForUsers(caller, sql, ids, list, count, fields);
-      })
-      .load(user.id);
-
-  const applicationConnectionsOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'user:read');
-        const keyset = compileKeyset(connectionInput(args), APPLICATION_LINK_LIST_FIELDS);
-        const count = selects(info, 'totalCount');
-        const fields = { link: selectedFields(info, CONNECTION_RECORDS), application: selectedFields(info, [...CONNECTION_RECORDS, 'application']) };
-        return (caller, sql, ids) => ctx.services.links.applicationConnectionsForUsers(caller, sql, ids, keyset, count, fields);
-      })
-      .load(user.id);
-
-  const roleConnectionsOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'user:read');
-        const keyset = compileKeyset(connectionInput(args), USER_ROLE_LIST_FIELDS);
-        const count = selects(info, 'totalCount');
-        const fields = selectedFields(info, CONNECTION_RECORDS);
-        return (caller, sql, ids) => ctx.services.links.roleConnectionsForUsers(caller, sql, ids, keyset, count, fields);
-      })
-      .load(user.id);
-
   @Resolver(() => userTypes().Type)
   class UserLinksResolver {
     @FieldResolver(() => ApplicationLinkPage, { nullable: true, description: forbidden })
     @Extensions(CACHEABLE)
-    @PlainResolver(applicationsOf)
-    applications(@Root() user: UserRecord, @Args(() => ApplicationLinkListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-      return applicationsOf(user, args, ctx, info);
+    @PlainResolver()
+    async applications(
+      @Root() user: UserRecord,
+      @Args(() => ApplicationLinkListArgs) args: object,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'user:read');
+          const list = compileList(listInput(args), APPLICATION_LINK_LIST_FIELDS);
+          const count = selects(info, 'total');
+          const fields = { link: selectedFields(info, PAGE_RECORDS), application: selectedFields(info, [...PAGE_RECORDS, 'application']) };
+          return (caller, sql, ids) => ctx.services.links.listApplicationsForUsers(caller, sql, ids, list, count, fields);
+        })
+        .load(user.id);
     }
 
     @FieldResolver(() => Role.Page, { nullable: true, description: forbidden })
     @Extensions(CACHEABLE)
-    @PlainResolver(rolesOf)
-    roles(@Root() user: UserRecord, @Args(() => Role.ListArgsWithDeleted) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-      return rolesOf(user, args, ctx, info);
+    @PlainResolver()
+    async roles(@Root() user: UserRecord, @Args(() => Role.ListArgsWithDeleted) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'user:read');
+          const list = compileList(listInput(args), USER_ROLE_LIST_FIELDS);
+          const count = selects(info, 'total');
+          const fields = selectedFields(info, PAGE_RECORDS);
+          return (caller, sql, ids) => ctx.services.links.listRolesForUsers(caller, sql, ids, list, count, fields);
+        })
+        .load(user.id);
     }
 
     @FieldResolver(() => ApplicationLinkConnection, {
@@ -247,14 +224,22 @@ export function linkResolvers(): ClassType[] {
       description: 'The user’s application links as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.',
     })
     @Extensions(CACHEABLE)
-    @PlainResolver(applicationConnectionsOf)
-    applicationsConnection(
+    @PlainResolver()
+    async applicationsConnection(
       @Root() user: UserRecord,
       @Args(() => ApplicationLinkConnectionArgs) args: object,
       @Ctx() ctx: GraphQLContext,
       @Info() info: GraphQLResolveInfo,
     ) {
-      return applicationConnectionsOf(user, args, ctx, info);
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'user:read');
+          const keyset = compileKeyset(connectionInput(args), APPLICATION_LINK_LIST_FIELDS);
+          const count = selects(info, 'totalCount');
+          const fields = { link: selectedFields(info, CONNECTION_RECORDS), application: selectedFields(info, [...CONNECTION_RECORDS, 'application']) };
+          return (caller, sql, ids) => ctx.services.links.applicationConnectionsForUsers(caller, sql, ids, keyset, count, fields);
+        })
+        .load(user.id);
     }
 
     @FieldResolver(() => Role.Connection, {
@@ -262,14 +247,22 @@ export function linkResolvers(): ClassType[] {
       description: 'The user’s roles as keyset pages; null (with a FORBIDDEN error) when the token lacks user:read.',
     })
     @Extensions(CACHEABLE)
-    @PlainResolver(roleConnectionsOf)
-    rolesConnection(
+    @PlainResolver()
+    async rolesConnection(
       @Root() user: UserRecord,
       @Args(() => Role.ConnectionArgsWithDeleted) args: object,
       @Ctx() ctx: GraphQLContext,
       @Info() info: GraphQLResolveInfo,
     ) {
-      return roleConnectionsOf(user, args, ctx, info);
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'user:read');
+          const keyset = compileKeyset(connectionInput(args), USER_ROLE_LIST_FIELDS);
+          const count = selects(info, 'totalCount');
+          const fields = selectedFields(info, CONNECTION_RECORDS);
+          return (caller, sql, ids) => ctx.services.links.roleConnectionsForUsers(caller, sql, ids, keyset, count, fields);
+        })
+        .load(user.id);
     }
   }
   return [LinkResolver, UserLinksResolver];

@@ -4,7 +4,7 @@ import { requirePermission } from '../auth/caller.js';
 import { connectionInput } from '../graphql/connection.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { listInput } from '../graphql/filters.js';
-import { PlainResolver, type PlainFieldResolver } from '../graphql/plain-resolvers.js';
+import { PlainResolver } from '../graphql/plain-resolvers.js';
 import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
@@ -60,36 +60,13 @@ export function tokenResolvers(): ClassType[] {
     },
   });
 
-  const userOf: PlainFieldResolver<TokenRecord, object> = (token, _args, ctx) => ctx.loaders.userById.load(token.userID);
-
   @Resolver(() => tokenTypes().Type)
   class TokenUserResolver {
     @FieldResolver(() => userTypes().Type, { nullable: true, description: 'The owning user (batched).' })
-    @PlainResolver(userOf)
-    user(@Root() token: TokenRecord, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-      return userOf(token, {}, ctx, info);
+    async user(@Root() token: TokenRecord, @Ctx() ctx: GraphQLContext) {
+      return ctx.loaders.userById.load(token.userID);
     }
   }
-
-  const tokensOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'token:read');
-        const list = compileList(listInput(args), ctx.services.tokens.listFields);
-        const count = selects(info, 'total');
-        return (caller, sql, ids) => ctx.services.tokens.listForUsers(caller, sql, ids, list, count);
-      })
-      .load(user.id);
-
-  const tokenConnectionsOf: PlainFieldResolver<UserRecord, object> = (user, args, ctx, info) =>
-    ctx.loaders
-      .byField(info, () => {
-        requirePermission(callerOf(ctx), 'token:read');
-        const keyset = compileKeyset(connectionInput(args), ctx.services.tokens.listFields);
-        const count = selects(info, 'totalCount');
-        return (caller, sql, ids) => ctx.services.tokens.connectionsForUsers(caller, sql, ids, keyset, count);
-      })
-      .load(user.id);
 
   /** User.tokens(…): the user's tokens, one statement for a whole page of users. */
   @Resolver(() => userTypes().Type)
@@ -98,23 +75,37 @@ export function tokenResolvers(): ClassType[] {
       nullable: true,
       description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
     })
-    @PlainResolver(tokensOf)
-    tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-      return tokensOf(user, args, ctx, info);
+    @PlainResolver()
+    async tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'token:read');
+          const list = compileList(listInput(args), ctx.services.tokens.listFields);
+          const count = selects(info, 'total');
+          return (caller, sql, ids) => ctx.services.tokens.listForUsers(caller, sql, ids, list, count);
+        })
+        .load(user.id);
     }
 
     @FieldResolver(() => tokenTypes().Connection, {
       nullable: true,
       description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
     })
-    @PlainResolver(tokenConnectionsOf)
-    tokensConnection(
+    @PlainResolver()
+    async tokensConnection(
       @Root() user: UserRecord,
       @Args(() => tokenTypes().ConnectionArgs) args: object,
       @Ctx() ctx: GraphQLContext,
       @Info() info: GraphQLResolveInfo,
     ) {
-      return tokenConnectionsOf(user, args, ctx, info);
+      return ctx.loaders
+        .byField(info, () => {
+          requirePermission(callerOf(ctx), 'token:read');
+          const keyset = compileKeyset(connectionInput(args), ctx.services.tokens.listFields);
+          const count = selects(info, 'totalCount');
+          return (caller, sql, ids) => ctx.services.tokens.connectionsForUsers(caller, sql, ids, keyset, count);
+        })
+        .load(user.id);
     }
   }
   return [TokenResolver, TokenUserResolver, UserTokensResolver];

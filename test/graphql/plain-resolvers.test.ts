@@ -7,22 +7,14 @@ import { withPlainResolvers } from '../../src/graphql/plain-resolvers.js';
  * not through type-graphql's parameter wrapper. No database: the schema alone.
  */
 describe('plain resolvers', () => {
-  const PER_PARENT = [
-    'User.applications',
-    'User.roles',
-    'User.applicationsConnection',
-    'User.rolesConnection',
-    'User.tokens',
-    'User.tokensConnection',
-    'Token.user',
-  ];
+  const PER_PARENT = ['User.applications', 'User.roles', 'User.applicationsConnection', 'User.rolesConnection', 'User.tokens', 'User.tokensConnection'];
 
   const field = (schema: GraphQLSchema, path: string): GraphQLField<unknown, unknown> => {
     const [type, name] = path.split('.');
     return (schema.getType(type) as GraphQLObjectType).getFields()[name];
   };
 
-  it('gives every nested field that runs once per parent its plain resolver as resolve', async () => {
+  it('makes the method of every nested list field (one call per parent) its resolve', async () => {
     const schema = await graphQLSchema();
     for (const path of PER_PARENT) {
       const { resolve, extensions } = field(schema, path);

@@ -104,22 +104,54 @@ const nestedOneOperandAnds: Tree = oneAnd({
   ],
 });
 
-test('for random filters, the expression form and the JSON form select the same rows', async () => {
+/** Deeper than the limit in both forms: two `not`s under six `and`s, one of them of one operand (seed 722754545). */
+const idOne: Tree = { kind: 'cond', field: 'id', op: 'eq', value: 1 };
+const smith = cond('lastName', 'eq', 'Smith');
+const pastTheDepthLimit: Tree = {
+  kind: 'and',
+  children: [
+    {
+      kind: 'and',
+      children: [
+        smith,
+        {
+          kind: 'and',
+          children: [
+            { kind: 'and', children: [{ kind: 'and', children: [idOne, oneAnd({ kind: 'not', child: { kind: 'not', child: idOne } })] }, smith] },
+            smith,
+          ],
+        },
+      ],
+    },
+    idOne,
+  ],
+};
+
+test('for random filters, the expression form and the JSON form select the same rows, or both refuse the same depth', async () => {
   let nonEmpty = 0;
+  let accepted = 0;
   await fc.assert(
     fc.asyncProperty(tree, async (t) => {
       const fromExpression = await ids(`firstName eq '${G}' and (${expression(t)})`);
       const fromJson = await ids(JSON.stringify({ and: [{ firstName: G }, json(t)] }));
-      expect(fromExpression.status).toBe(200);
+      // A tree deeper than the depth limit (8 levels) is refused, in both forms alike (pastTheDepthLimit).
+      expect(fromJson.status).toBe(fromExpression.status);
+      if (fromExpression.status !== 200) {
+        expect(fromExpression).toMatchObject({ status: 400, ids: { message: expect.stringMatching(/nested deeper than 8 levels/) } });
+        expect(fromJson).toMatchObject({ status: 400, ids: { message: expect.stringMatching(/nested deeper than 8 levels/) } });
+        return;
+      }
+      accepted += 1;
       expect(fromJson).toEqual(fromExpression);
       if (fromJson.ids.length) nonEmpty += 1;
     }),
     {
       numRuns: 80,
       // Found by a CI run (seed 401396924): six one-operand `and`s around a `not`, at the depth limit.
-      examples: [[nestedOneOperandAnds]],
+      examples: [[nestedOneOperandAnds], [pastTheDepthLimit]],
     },
   );
+  expect(accepted).toBeGreaterThan(60); // most trees are within the limit and compared row for row
   expect(nonEmpty).toBeGreaterThan(10); // the filters really select rows, not only nothing
 });
 
