@@ -1,8 +1,9 @@
 // The floor of this service's stack for GraphQL: Koa 3, koa-bodyparser, Apollo Server 5 through
-// @as-integrations/koa (what the service is built on), a three-type schema in SDL on graphql-js,
-// the bearer token's keyed hash (the service's own Keyring) and its lookup, and the same statements
-// as the service: `user(id)` reads one row; `patchUser` is one statement that locks, updates and
-// inserts the audit row (FLOOR_AUDIT=0: the update alone, as PostGraphile's write). Nothing else:
+// @as-integrations/koa (what the service is built on), a small schema in SDL on graphql-js, the
+// bearer token's keyed hash (the service's own Keyring) and its lookup, and statements of the
+// service's shape: `user(id)` reads one row; `patchUser` is one statement that locks, updates and
+// inserts the audit row (answering the two fields asked for, where the service's answers every
+// column; FLOOR_AUDIT=0: the update alone, as PostGraphile's write). Nothing else:
 // no request id, log line, metrics, limits, error mapping, read cache, type-graphql, graphql-jit.
 // It measures how close to PostGraphile any service on this stack can come here
 // (docs/benchmarks.md#the-floor-of-the-stack).

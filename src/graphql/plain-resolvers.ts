@@ -19,7 +19,8 @@ import { Extensions } from 'type-graphql';
  *
  * So the method's parameters must be `@Root()`, `@Args(…)`, `@Ctx()`, `@Info()` in that order
  * (graphql-js's), it must not use `this`, and type-graphql's middlewares and `@Authorized` do not
- * run for it (the service uses neither: permissions are checked in the resolver).
+ * run for it (the service uses neither: permissions are checked in the resolver). The method is
+ * taken as it is defined: no decorator may replace it.
  */
 const PLAIN = 'plainResolver';
 
