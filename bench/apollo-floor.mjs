@@ -16,19 +16,10 @@ import { koaMiddleware } from '@as-integrations/koa';
 import { GraphQLError } from 'graphql';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
-import pg from 'pg';
-import { Keyring } from '../dist/src/tokens/secrets.js';
+import { pool, tokenOf } from './floor.mjs';
 
-const keyring = Keyring.of(Buffer.from(process.env.TOKEN_KEY ?? '', 'base64'));
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const audit = process.env.FLOOR_AUDIT !== '0';
 
-const TOKEN = {
-  name: 'floor-token',
-  text: `select t.id, t.user_id, t.scope from tokens t join users u on u.id = t.user_id
-          where t.access_token_hmac = $1 and t.deleted_at is null and u.deleted_at is null
-            and (t.expire_at is null or t.expire_at > now())`,
-};
 const USER = {
   name: 'floor-user',
   text: `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`,
@@ -75,8 +66,7 @@ app.use(bodyParser());
 app.use(
   koaMiddleware(server, {
     context: async ({ ctx }) => {
-      const m = /^Bearer +(\S+)$/.exec(ctx.get('Authorization'));
-      const token = m && (await pool.query({ ...TOKEN, values: [keyring.hash('accessToken', m[1])] })).rows[0];
+      const token = await tokenOf(ctx.get('Authorization'));
       if (!token) throw new GraphQLError('unauthorized', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
       return { token };
     },

@@ -9,17 +9,8 @@
 //   wrk -t2 -c32 -d8s -s ../shared/bench/load.lua http://127.0.0.1:5730 -- us-user
 import Router from '@koa/router';
 import Koa from 'koa';
-import pg from 'pg';
-import { Keyring } from '../dist/src/tokens/secrets.js';
+import { pool, tokenOf } from './floor.mjs';
 
-const keyring = Keyring.of(Buffer.from(process.env.TOKEN_KEY ?? '', 'base64'));
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const TOKEN = {
-  name: 'floor-token',
-  text: `select t.id, t.user_id, t.scope from tokens t join users u on u.id = t.user_id
-          where t.access_token_hmac = $1 and t.deleted_at is null and u.deleted_at is null
-            and (t.expire_at is null or t.expire_at > now())`,
-};
 const USER = {
   name: 'floor-user',
   text: `select id, ref, out_key as "outKey", first_name as "firstName", last_name as "lastName", avatar_url as "avatarUrl",
@@ -29,9 +20,7 @@ const USER = {
 
 const router = new Router();
 router.get('/user/:id', async (ctx) => {
-  const m = /^Bearer +(\S+)$/.exec(ctx.get('Authorization'));
-  const token = m && (await pool.query({ ...TOKEN, values: [keyring.hash('accessToken', m[1])] })).rows[0];
-  if (!token) {
+  if (!(await tokenOf(ctx.get('Authorization')))) {
     ctx.status = 401;
     ctx.body = { error: 'unauthorized' };
     return;

@@ -1,5 +1,4 @@
 import { availableParallelism } from 'node:os';
-import { BUSY_MOVES_PER_SECOND } from './read-cache/store.js';
 
 /**
  * Service configuration, read once from the environment. Every setting has a safe default so that
@@ -199,7 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metrics: flag(env, 'METRICS', true),
     readCacheMb: integer(env, 'READ_CACHE_MB', 8, 0, 4096),
-    readCacheAsideWrites: integer(env, 'READ_CACHE_ASIDE_WRITES', BUSY_MOVES_PER_SECOND, 1, 1_000_000),
+    readCacheAsideWrites: integer(env, 'READ_CACHE_ASIDE_WRITES', 50, 1, 1_000_000),
     subscriptionsMax: integer(env, 'SUBSCRIPTIONS_MAX', 1_000, 0, 1_000_000),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',

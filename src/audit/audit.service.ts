@@ -9,11 +9,13 @@ export function auditService() {
     listFields: auditEvents.listFields,
     async list(caller: Caller, sql: Sql, q: CompiledList, options: { count?: boolean } = {}): Promise<Page<AuditEvent>> {
       requirePermission(caller, 'audit:read');
+      const page = offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order, q);
       const where = q.where ? ` where ${q.where.sql}` : '';
-      const params = q.where?.params ?? [];
       const [data, total] = await Promise.all([
-        sql.rows<AuditEvent>(offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order, q.offset), [...params, q.limit, q.offset]),
-        options.count === false ? null : sql.rows<{ total: number }>(`select count(*) as total from audit_events t${where}`, params).then(([r]) => r.total),
+        sql.rows<AuditEvent>(page.sql, page.params),
+        options.count === false
+          ? null
+          : sql.rows<{ total: number }>(`select count(*) as total from audit_events t${where}`, q.where?.params ?? []).then(([r]) => r.total),
       ]);
       return { total, page: q.page, pageSize: q.pageSize, data };
     },

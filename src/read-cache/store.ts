@@ -24,16 +24,15 @@ import type { Caller } from '../auth/caller.js';
 const MAX_AGE_MS = 60_000;
 
 /**
- * How often a second the snapshot may be seen moving on (its xmax, the next transaction id, higher
- * than in any earlier cacheable request's token lookup) before the store stands aside: at that
- * rate an answer is outdated long before the same request comes again (a hit needs the very same
- * snapshot), so keeping answers would only cost each request a copy of its answer and the store
- * its churn. It neither keeps nor serves while the last window was that busy, and takes up again
+ * Standing aside, counted in windows of WINDOW_MS: how often a second the snapshot may be seen
+ * moving on (its xmax, the next transaction id, higher than in any earlier cacheable request's
+ * token lookup) before the store stands aside: at that rate an answer is outdated long before the
+ * same request comes again (a hit needs the very same snapshot), so keeping answers would only
+ * cost each request a copy of its answer and the store its churn. It neither keeps nor serves while the last window was that busy, and takes up again
  * after a quieter one (or after two windows without a cacheable request). Counted in this
  * instance's own requests, so a quiet instance never stands aside, whatever other databases on
- * the server do. The rate is READ_CACHE_ASIDE_WRITES (50 by default).
+ * the server do. The rate is READ_CACHE_ASIDE_WRITES (src/config.ts).
  */
-export const BUSY_MOVES_PER_SECOND = 50;
 const WINDOW_MS = 1_000;
 
 /**
@@ -60,7 +59,8 @@ export class ReadCache {
 
   constructor(
     maxBytes: number,
-    private readonly busyMovesPerSecond = BUSY_MOVES_PER_SECOND,
+    /** Snapshot moves a second above which the store stands aside (see above). */
+    private readonly busyMovesPerSecond: number,
   ) {
     this.entries = new LRUCache<string, Entry>({
       maxSize: maxBytes,
@@ -129,6 +129,6 @@ export function ownBytes(text: string): Buffer {
 }
 
 /** The process's store for a configured size in MiB, or null when READ_CACHE_MB is 0. */
-export function createReadCache(megabytes: number, busyMovesPerSecond = BUSY_MOVES_PER_SECOND): ReadCache | null {
+export function createReadCache(megabytes: number, busyMovesPerSecond: number): ReadCache | null {
   return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024, busyMovesPerSecond) : null;
 }

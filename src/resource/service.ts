@@ -212,7 +212,8 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
       const where = andAll(deletedScopeSql(scope), q.where);
       const columns = columnsFor(options.fields, scope);
       const present = presenterOf(scope);
-      const page = sql.rows<Row>(offsetPageSql(columns, resource.table, where, q.order, q.offset), [...(where?.params ?? []), q.limit, q.offset]);
+      const statement = offsetPageSql(columns, resource.table, where, q.order, q);
+      const page = sql.rows<Row>(statement.sql, statement.params);
       const [data, total] = await Promise.all([page, options.count === false ? null : countMatches(sql, scope, q.where)]);
       return { total, page: q.page, pageSize: q.pageSize, data: data.map(present) };
     },
