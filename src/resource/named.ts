@@ -17,7 +17,12 @@ const namedFields = () => ({
  * name unique among live records; a deleted one is unlinked from every user.
  */
 export function namedResource(spec: { name: ResourceName; table: string; type: string; links: { table: string; column: string } }) {
-  return defineResource({ name: spec.name, label: spec.name, table: spec.table, type: spec.type, fields: namedFields(), cascade: [spec.links] });
+  const links = {
+    ...spec.links,
+    // Each link taken is its user's `unlink`, as DELETE /user/{id}/application/ writes it.
+    event: { resource: `${spec.name}_link`, action: 'unlink', userColumn: 'user_id', linked: { field: `${spec.name}ID`, column: spec.links.column } },
+  } as const;
+  return defineResource({ name: spec.name, label: spec.name, table: spec.table, type: spec.type, fields: namedFields(), cascade: [links] });
 }
 
 export type NamedResource = ReturnType<typeof namedResource>;

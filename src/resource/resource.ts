@@ -22,11 +22,23 @@ export interface ResourceSpec<F extends Record<string, FieldSpec>> {
   fields: F;
   /**
    * What a soft delete of a record takes with it: the live rows of these tables that refer to it
-   * (a user's tokens and links; an application's or a role's links).
+   * (a user's tokens and links; an application's or a role's links), each with an audit event.
    */
-  cascade?: readonly { table: string; column: string }[];
+  cascade?: readonly Cascade[];
   /** What GraphQL says of the `…Input` type, if anything. */
   inputDescription?: string;
+}
+
+/**
+ * Rows a delete takes with it: the live rows of `table` whose `column` holds the deleted record's
+ * id. Each gets its own audit event (SPEC §9: one per record changed; subscribers read them), as
+ * the dependent's own write records it: a record's `delete` (`{deletedAt}`, the record its row),
+ * or a link's `unlink` (the record its user, `{<linked>: {before: id, after: null}}`).
+ */
+export interface Cascade {
+  table: string;
+  column: string;
+  event: { resource: string; action: 'delete' } | { resource: string; action: 'unlink'; userColumn: string; linked: { field: string; column: string } };
 }
 
 export type Fields<F> = { readonly [K in keyof F]: Field };

@@ -103,6 +103,12 @@ export interface RecordHooks<R extends Resource> {
   /** The 409 of a unique index the values break. */
   conflict(values: Record<string, unknown>): AppError;
   /**
+   * Whether the caller may end what a delete of record `id` takes with it (the resource's
+   * `cascade`; a user's tokens: only those it could have granted). Runs in the delete's
+   * transaction once the record is locked, only when it is live; a refusal changes nothing.
+   */
+  cascadeGuard?(tx: Transaction, caller: Caller, id: number): Promise<void>;
+  /**
    * Checks that read other rows, in the write's transaction, before its statement: the record as
    * it is (locked; absent on a create), the values to write, what the write is.
    */
@@ -306,14 +312,20 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
       requirePermission(caller, write);
       const statement = deleteStatement(resource, id, action, context(caller));
       const run = (runner: Sql) => runner.rows(statement.text, statement.params);
+      const guard = hooks.cascadeGuard;
       // What depends on the record is soft-deleted by the statement after the record is locked by
       // one of its own: a statement sees the rows committed when it began, and a dependent row (a
-      // token) committed while the delete waited for the record's lock must be seen too.
+      // token) committed while the delete waited for the record's lock must be seen too; the
+      // cascade's guard reads them, under that lock, before anything changes.
       const [row] = hooks.checks
-        ? await checked(sql, caller, { id }, {}, run)
+        ? await checked(sql, caller, { id }, {}, async (runner) => {
+            if (guard) await runner.transaction((tx) => guard(tx, caller, id));
+            return run(runner);
+          })
         : resource.cascade?.length
           ? await sql.transaction(async (tx) => {
-              await tx.rows(`select id from ${resource.table} where id = ? and deleted_at is null for update`, [id]);
+              const [live] = await tx.rows(`select id from ${resource.table} where id = ? and deleted_at is null for update`, [id]);
+              if (live && guard) await guard(tx, caller, id);
               return run(tx);
             })
           : await run(sql);

@@ -1,7 +1,7 @@
 import type { Caller } from '../auth/caller.js';
 import type { AuditAction } from '../audit/audit.resource.js';
 import type { Field } from './field.js';
-import { columnSql, type Resource } from './resource.js';
+import { columnSql, type Cascade, type Resource } from './resource.js';
 
 /**
  * The write path: each write of one record is ONE statement, whatever the resource. The row is
@@ -56,11 +56,14 @@ export const plainColumns: Encode = (_name, field, value) => [{ column: field.co
 /** The column a field is compared by: its own, or a secret's keyed hash. */
 const comparedColumn = (field: Field) => (field.kind === 'secret' ? field.secretColumns!.hmac : field.column);
 
+/** A timestamptz column as an audit event's JSON value: the wire date. */
+const auditDate = (column: string) => `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+
 /** A field's value in an audit event (JSON): dates in the wire format, secrets redacted. */
 function auditValue(field: Field, alias: string): string {
   const column = columnSql(alias, comparedColumn(field));
   if (field.kind === 'secret') return `case when ${column} is null then null else '"[redacted]"'::jsonb end`;
-  if (field.kind === 'date') return `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+  if (field.kind === 'date') return auditDate(column);
   return `to_jsonb(${column})`;
 }
 
@@ -163,22 +166,56 @@ function touched(resource: Resource): string[] {
   return moved;
 }
 
+/** The audit rows (record id, changes) of the rows a cascade took, read from its CTE `alias`. */
+function cascadeEventSql(dependent: Cascade, alias: string): { record: string; changes: string; order: string } {
+  const { event } = dependent;
+  if (event.action === 'delete') {
+    return {
+      record: `${alias}.id`,
+      changes: `jsonb_build_object('deletedAt', jsonb_build_object('before', null, 'after', ${auditDate(`${alias}.deleted_at`)}))`,
+      order: `${alias}.id`,
+    };
+  }
+  const user = columnSql(alias, event.userColumn);
+  const linked = columnSql(alias, event.linked.column);
+  return {
+    record: user,
+    changes: `jsonb_build_object('${event.linked.field}', jsonb_build_object('before', ${linked}, 'after', null))`,
+    order: `${user}, ${linked}`,
+  };
+}
+
 /**
  * Soft-deletes the live record `id` and, in the same statement, the live rows that depend on it
  * (the resource's `cascade`: a user's tokens and links), after the record's own row is locked (so
- * that every delete locks in the same order). Answers the id; no row when there is no live record.
+ * that every delete locks in the same order). Appends, still in the same statement, the record's
+ * audit event and one per row the cascade took (SPEC §9: one per record changed; §10: each is an
+ * event for subscribers): an `UPDATE … RETURNING` per dependent table feeds one `INSERT … SELECT`,
+ * whatever the number of rows. Answers the id; no row when there is no live record.
  */
 export function deleteStatement(resource: Resource, id: number, action: AuditAction, context: WriteContext): Statement {
   const params: unknown[] = [id];
   let text = `with o as (select id from ${resource.table} where id = ?::bigint and deleted_at is null for update)`;
   text += `, n as (update ${resource.table} t set deleted_at = now(), updated_at = now() from o where t.id = o.id returning t.id, t.deleted_at)`;
-  (resource.cascade ?? []).forEach((dependent, i) => {
-    text += `, c${i} as (update ${dependent.table} set deleted_at = now(), updated_at = now() where ${dependent.column} in (select id from n) and deleted_at is null)`;
+  const cascade = resource.cascade ?? [];
+  cascade.forEach((dependent, i) => {
+    const { event } = dependent;
+    const returned = event.action === 'delete' ? 'd.id, d.deleted_at' : `${columnSql('d', event.userColumn)}, ${columnSql('d', event.linked.column)}`;
+    text += `, c${i} as (update ${dependent.table} d set deleted_at = now(), updated_at = now() where d.${dependent.column} in (select id from n) and d.deleted_at is null returning ${returned})`;
   });
   const deletedAt = resource.fields.deletedAt as Field;
   const changes = `jsonb_build_object('deletedAt', jsonb_build_object('before', null, 'after', ${auditValue(deletedAt, 'n')}))`;
-  text += `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changes} from n)`;
+  // The record's own event first, then its dependents', table by table in the cascade's order:
+  // the event ids are taken in the order the rows come.
+  const events = [`(select ${auditRow(action, resource.name)}, n.id, ${changes} from n)`];
   params.push(...actor(context.caller));
+  cascade.forEach((dependent, i) => {
+    const { record, changes: taken, order } = cascadeEventSql(dependent, `c${i}`);
+    // In a stable order (the ids an UPDATE returns come in the table's physical order).
+    events.push(`(select ${auditRow(dependent.event.action, dependent.event.resource)}, ${record}, ${taken} from c${i} order by ${order})`);
+    params.push(...actor(context.caller));
+  });
+  text += `, a as (${AUDIT_INSERT} ${events.join(' union all ')})`;
   text += ' select n.id from n';
   return { text, params };
 }

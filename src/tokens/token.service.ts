@@ -1,5 +1,5 @@
 import { liveTokenByValue } from '../auth/authenticate.js';
-import { can, parseScopes, requirePermission, type Caller, type Permission } from '../auth/caller.js';
+import { can, requirePermission, type Caller } from '../auth/caller.js';
 import type { Sql, Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
@@ -8,35 +8,9 @@ import { andAll, compileQuery, type CompiledList, type ListFields, type Page } f
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { recordService } from '../resource/service.js';
 import { auditStatement, plainColumns, type ColumnValue, type Encode } from '../resource/writes.js';
+import { checkGrantable, grantable } from './grant.js';
 import type { Keyring, SecretField } from './secrets.js';
 import { tokens, type TokenRecord } from './token.resource.js';
-
-/** The scopes this service itself understands; other scope words pass through untouched. */
-const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*)|audit:(read|\*))$/;
-
-/**
- * A token may only carry this service's permissions that its creator holds itself, and only such
- * tokens may be changed or revoked: `token:write` lets a caller manage tokens, not raise its own
- * rights (for instance by giving a `*` token an accessToken of its choosing).
- */
-function checkGrantable(caller: Caller, scope: string): void {
-  for (const word of parseScopes(scope)) {
-    if (!OWN_SCOPE.test(word)) continue;
-    const granted =
-      word === '*' ? caller.scopes.has('*') : word.endsWith(':*') ? caller.scopes.has('*') || caller.scopes.has(word) : can(caller, word as Permission);
-    if (!granted) throw AppError.forbidden(word, `this token cannot grant, change or revoke the scope "${word}" because it does not hold it`);
-  }
-}
-
-/** Whether the caller could have granted this scope (and so may change or revoke its token). */
-const grantable = (caller: Caller, scope: string) => {
-  try {
-    checkGrantable(caller, scope);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Whether a live token other than `exceptId` holds one of these accessToken hashes. */
 async function liveTwin(tx: Transaction, hashes: readonly Buffer[], exceptId: number): Promise<boolean> {

@@ -37,6 +37,8 @@ export const userResolver = () =>
     mutations: ['create', 'update', 'patch', statusMutation, 'destroy', 'restore', 'apply'],
     descriptions: {
       update: 'Replaces every writable field; creates the user on an id reserved by applyUserID.',
+      destroy:
+        'Deletes the user with its tokens and links (an audit event each). FORBIDDEN, nothing deleted, when one of its tokens has a scope the caller could not have granted.',
       restore: 'Brings a deleted user back; its tokens and links stay deleted.',
     },
   });

@@ -2,11 +2,16 @@ import type { Caller } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import { recordService } from '../resource/service.js';
+import { checkUserTokensGrantable } from '../tokens/grant.js';
 import { users, type UserRecord } from './user.resource.js';
 
 /** Users: the shared record operations, and the status setter (docs/rest.md#conventions: PATCH or PUT /user/{id}/status/). */
 export function userService() {
-  const records = recordService(users, { conflict: () => AppError.conflict('the user conflicts with an existing one') });
+  const records = recordService(users, {
+    conflict: () => AppError.conflict('the user conflicts with an existing one'),
+    // A delete ends the user's tokens: only if the caller could have granted every one of them.
+    cascadeGuard: checkUserTokensGrantable,
+  });
   return {
     ...records,
     /** Sets a user's status (an audit event of its own kind: `status`). */

@@ -146,3 +146,88 @@ test('reading needs audit:read; GraphQL auditEvents answers the same events; the
   await expect(svc.sql('update audit_events set action = ? where id = ?', ['x', rest.body[0].id])).rejects.toThrow(/append-only/);
   await expect(svc.sql('delete from audit_events where id = ?', [rest.body[0].id])).rejects.toThrow(/append-only/);
 });
+
+describe('what a delete takes with it has events of its own (SPEC §9: one per record changed)', () => {
+  test('a user delete appends its own event, then a token delete per live token and an unlink per live link, secrets redacted', async () => {
+    const user = (await svc.request('POST', '/user/', { body: { firstName: 'Cas', lastName: 'Cade' } })).body;
+    const secrets = [`cascade-a-${uniq()}`, `cascade-b-${uniq()}`, `cascade-gone-${uniq()}`];
+    const tokens: number[] = [];
+    for (const accessToken of secrets) {
+      tokens.push((await svc.request('POST', '/token/', { body: { userID: user, accessToken, refreshToken: `r-${accessToken}`, scope: '*' } })).body);
+    }
+    expect((await svc.request('DELETE', `/token/${tokens[2]}`)).status).toBe(200); // already gone: no second event
+    const apps = [];
+    for (let i = 0; i < 3; i++) apps.push((await svc.request('POST', '/application/', { body: { name: `cascade-${uniq()}` } })).body);
+    const role = (await svc.request('POST', '/role/', { body: { name: `cascade-${uniq()}` } })).body;
+    expect((await svc.request('POST', `/user/${user}/application/`, { body: apps })).body).toBe(3);
+    expect((await svc.request('DELETE', `/user/${user}/application/`, { body: [apps[2]] })).body).toBe(1);
+    expect((await svc.request('POST', `/user/${user}/role/`, { body: [role] })).body).toBe(1);
+    const start = await lastEventId();
+
+    expect((await svc.request('DELETE', `/user/${user}`, { headers: { 'X-Request-Id': 'cascade-1' } })).status).toBe(200);
+    const events = await eventsSince(start);
+    const deletedAt = events[0].changes.deletedAt.after;
+    expect(deletedAt).toEqual(expect.stringMatching(/^\d{4}-/));
+    expect(events.map((e) => [e.action, e.resource, e.recordID, e.changes])).toEqual([
+      ['delete', 'user', user, { deletedAt: { before: null, after: deletedAt } }],
+      ['delete', 'token', tokens[0], { deletedAt: { before: null, after: deletedAt } }],
+      ['delete', 'token', tokens[1], { deletedAt: { before: null, after: deletedAt } }],
+      ['unlink', 'application_link', user, { applicationID: { before: apps[0], after: null } }],
+      ['unlink', 'application_link', user, { applicationID: { before: apps[1], after: null } }],
+      ['unlink', 'role_link', user, { roleID: { before: role, after: null } }],
+    ]);
+    // The same actor and request for each; the same shape as a token's own delete and an unlink call write.
+    expect(new Set(events.map((e) => JSON.stringify([e.actorTokenID, e.actorUserID, e.requestId])))).toEqual(
+      new Set([JSON.stringify([events[0].actorTokenID, events[0].actorUserID, 'cascade-1'])]),
+    );
+    const ownDelete = (await eventsSince(0)).find((e) => e.resource === 'token' && e.recordID === tokens[2] && e.action === 'delete');
+    expect(Object.keys(ownDelete!.changes)).toEqual(['deletedAt']);
+    const dump = JSON.stringify(await svc.sql('select * from audit_events'));
+    for (const secret of secrets) expect(dump).not.toContain(secret);
+
+    // GraphQL audit readers see the same events.
+    const gql = await svc.graphql(
+      'query($after: ID!) { auditEvents(filter: { id: { gt: $after } }, orderBy: [{ id: ASC }]) { data { id action resource recordID changes } } }',
+      { after: String(start) },
+    );
+    expect(gql.body.data.auditEvents.data.map((e: any) => [Number(e.id), e.action, e.resource, Number(e.recordID), e.changes])).toEqual(
+      events.map((e) => [e.id, e.action, e.resource, e.recordID, e.changes]),
+    );
+  });
+
+  test('an application or role delete appends an unlink for each user it was linked to', async () => {
+    const users = [];
+    for (let i = 0; i < 3; i++) users.push((await svc.request('POST', '/user/', { body: { firstName: 'Linked', lastName: `User ${i}` } })).body);
+    const app = (await svc.request('POST', '/application/', { body: { name: `cascade-app-${uniq()}` } })).body;
+    const role = (await svc.request('POST', '/role/', { body: { name: `cascade-role-${uniq()}` } })).body;
+    for (const user of users) {
+      expect((await svc.request('POST', `/user/${user}/application/`, { body: [app] })).body).toBe(1);
+      expect((await svc.request('POST', `/user/${user}/role/`, { body: [role] })).body).toBe(1);
+    }
+    expect((await svc.request('DELETE', `/user/${users[2]}/application/`, { body: [app] })).body).toBe(1); // unlinked before: no event
+    const start = await lastEventId();
+
+    expect((await svc.request('DELETE', `/application/${app}`)).status).toBe(200);
+    const destroyed = await svc.graphql('mutation($id: ID!) { destroyRole(id: $id) }', { id: String(role) });
+    expect(destroyed.body).toEqual({ data: { destroyRole: true } });
+    const events = await eventsSince(start);
+    expect(events.map((e) => [e.action, e.resource, e.recordID, e.changes])).toEqual([
+      ['delete', 'application', app, { deletedAt: { before: null, after: expect.stringMatching(/^\d{4}-/) } }],
+      ['unlink', 'application_link', users[0], { applicationID: { before: app, after: null } }],
+      ['unlink', 'application_link', users[1], { applicationID: { before: app, after: null } }],
+      ['delete', 'role', role, { deletedAt: { before: null, after: expect.stringMatching(/^\d{4}-/) } }],
+      ['unlink', 'role_link', users[0], { roleID: { before: role, after: null } }],
+      ['unlink', 'role_link', users[1], { roleID: { before: role, after: null } }],
+      ['unlink', 'role_link', users[2], { roleID: { before: role, after: null } }],
+    ]);
+  });
+
+  test('a user delete refused by the grant rule appends nothing', async () => {
+    const user = (await svc.request('POST', '/user/', { body: { firstName: 'Kept', lastName: 'User' } })).body;
+    expect((await svc.request('POST', '/token/', { body: { userID: user, accessToken: `kept-${uniq()}`, scope: '*' } })).status).toBe(201);
+    const caller = await svc.tokenWith('user:write');
+    const start = await lastEventId();
+    expect((await svc.request('DELETE', `/user/${user}`, { token: caller })).status).toBe(403);
+    expect(await eventsSince(start)).toEqual([]);
+  });
+});

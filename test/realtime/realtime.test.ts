@@ -363,6 +363,73 @@ describe('limits', () => {
   });
 });
 
+describe('a delete’s cascade', () => {
+  const TOKEN_EVENTS = 'subscription ($userID: ID, $after: ID) { tokenEvents(userID: $userID, after: $after) { eventID action id userID token { id } } }';
+  const LINK_EVENTS = 'subscription ($userID: ID, $after: ID) { linkEvents(userID: $userID, after: $after) { eventID action userID applicationID roleID } }';
+  /** The newest event id: a subscription with `after` it sees every later event, replayed or live, without waiting for the stream to start. */
+  const newestEventId = async () => (await svc.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events'))[0].id;
+  const named = async (path: string, name: string) => {
+    const created = await svc.request('POST', path, { body: { name: `${name}-${Date.now()}-${Math.random()}` } });
+    expect(created.status).toBe(201);
+    return Number(created.body);
+  };
+
+  it('a user delete streams a token DELETE per token and a link UNLINK per link it takes, with the audit log’s event ids', async () => {
+    const id = await createUser('Cascade');
+    const tokens: number[] = [];
+    for (const scope of ['*', 'user:read']) {
+      const created = await svc.request('POST', '/token/', { body: { userID: id, accessToken: `cascade-${Date.now()}-${Math.random()}`, scope } });
+      tokens.push(Number(created.body));
+    }
+    const app = await named('/application/', 'cascade-app');
+    const role = await named('/role/', 'cascade-role');
+    expect((await svc.request('POST', `/user/${id}/application`, { body: [app] })).status).toBe(201);
+    expect((await svc.request('POST', `/user/${id}/role`, { body: [role] })).status).toBe(201);
+    const after = await newestEventId();
+    const ws = connect();
+    await ws.opened;
+    const tokenSub = collect(ws.client, TOKEN_EVENTS, { userID: String(id), after });
+    const linkSub = collect(ws.client, LINK_EVENTS, { userID: String(id), after });
+
+    expect((await svc.request('DELETE', `/user/${id}`)).status).toBe(200);
+    const tokenEvents = (await tokenSub.atLeast(2)).map((r) => r.data.tokenEvents);
+    const linkEvents = (await linkSub.atLeast(2)).map((r) => r.data.linkEvents);
+    const audit = await svc.sql<{ id: string; resource: string }>(
+      `select id::text, resource from audit_events where id > ? and resource <> 'user' order by id`,
+      [after],
+    );
+    expect(tokenEvents).toEqual(tokens.map((token, i) => ({ eventID: audit[i].id, action: 'DELETE', id: String(token), userID: String(id), token: null })));
+    expect(linkEvents).toEqual([
+      { eventID: audit[2].id, action: 'UNLINK', userID: String(id), applicationID: String(app), roleID: null },
+      { eventID: audit[3].id, action: 'UNLINK', userID: String(id), applicationID: null, roleID: String(role) },
+    ]);
+    expect(audit).toHaveLength(4);
+    tokenSub.stop();
+    linkSub.stop();
+  });
+
+  it('an application or role delete streams an UNLINK to each linked user’s linkEvents', async () => {
+    const id = await createUser('Linked');
+    const app = await named('/application/', 'doomed-app');
+    const role = await named('/role/', 'doomed-role');
+    expect((await svc.request('POST', `/user/${id}/application`, { body: [app] })).status).toBe(201);
+    expect((await svc.request('POST', `/user/${id}/role`, { body: [role] })).status).toBe(201);
+    const after = await newestEventId();
+    const client = sseConnect(svc.url, svc.adminToken);
+    const sub = collect(client, LINK_EVENTS, { userID: String(id), after });
+
+    expect((await svc.request('DELETE', `/application/${app}`)).status).toBe(200);
+    expect((await svc.graphql('mutation ($id: ID!) { destroyRole(id: $id) }', { id: String(role) })).body).toEqual({ data: { destroyRole: true } });
+    const events = (await sub.atLeast(2)).map((r) => r.data.linkEvents);
+    expect(events).toEqual([
+      expect.objectContaining({ action: 'UNLINK', userID: String(id), applicationID: String(app), roleID: null }),
+      expect.objectContaining({ action: 'UNLINK', userID: String(id), applicationID: null, roleID: String(role) }),
+    ]);
+    sub.stop();
+    client.dispose();
+  });
+});
+
 describe('observability', () => {
   it('counts connections, subscriptions, events and closes in /metrics, and logs connects and closes without tokens', async () => {
     const ws = connect();
