@@ -152,3 +152,31 @@ describe('GraphQL POST bodies', () => {
     expect(row.first_name).toBe('René ſ');
   });
 });
+
+describe('headers echoed in an error', () => {
+  /** A header value of these bytes as they go on the wire (fetch sends each character as one byte). */
+  const wire = (bytes: Buffer) => bytes.toString('latin1');
+
+  test('a bad Attrs name is shown as the UTF-8 it was sent as (ſcope, not Å¿cope); bytes that are not UTF-8 escaped; nothing changed', async () => {
+    const userID = (await svc.request('POST', '/user/', { body: { firstName: 'Attrs', lastName: 'Echo' } })).body;
+    const created = await svc.request('POST', '/token/', { body: { userID, accessToken: `attrs-${Date.now()}`, scope: 'user:read', tokenType: 'bearer' } });
+    expect(created.status).toBe(201);
+    const before = await svc.snapshot();
+    const patch = (attrs: Buffer) => svc.request('PATCH', `/token/${created.body}`, { body: { scope: 'user:write' }, headers: { Attrs: wire(attrs) } });
+
+    // ſ (U+017F) is no s, nor K (U+212A, the Kelvin sign) a k: only ASCII letters match a field's name case-insensitively.
+    const longS = await patch(Buffer.from('ſcope, expireAt'));
+    expect(longS.status).toBe(400);
+    expect(longS.body.details).toEqual([{ field: 'Attrs', message: expect.stringMatching(/^"ſcope" is not a writable field/) }]);
+    const kelvin = await patch(Buffer.from('scope, \u212Aey'));
+    expect(kelvin.body.details).toEqual([{ field: 'Attrs', message: expect.stringMatching(/^"\u212Aey" is not a writable field/) }]);
+
+    const latin1 = await patch(Buffer.concat([Buffer.from('sc'), Buffer.from([0xf6]), Buffer.from('pe')]));
+    expect(latin1.status).toBe(400);
+    expect(latin1.body.details).toEqual([{ field: 'Attrs', message: expect.stringMatching(/^"sc\\xF6pe" is not a writable field/) }]);
+    expect(await svc.snapshot()).toEqual(before);
+
+    const ascii = await patch(Buffer.from(' SCOPE '));
+    expect(ascii.status).toBe(200);
+  });
+});
