@@ -38,6 +38,11 @@ import type { RealtimeContext } from './realtime.graphql.js';
 
 /** The path upgrades are served on: the one GraphQL is served on over HTTP. */
 const PATH = '/graphql';
+/**
+ * How long a refused socket, counted nowhere, may take to answer its close frame before it is cut
+ * off (ws itself would wait 30 s for a peer that does not answer).
+ */
+const REFUSED_GRACE_MS = 1_000;
 
 /** What this side knows of a socket: from its upgrade on, and once its connection_init is accepted. */
 interface SocketState {
@@ -173,6 +178,10 @@ export function attachWebSockets(
     state.closedFor ??= closeName(reason);
     socket.close(CLOSE[reason].code, CLOSE[reason].reason);
   };
+  const refuse = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
+    closeWith(socket, state, reason);
+    setTimeout(() => socket.terminate(), REFUSED_GRACE_MS).unref();
+  };
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const given = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined;
@@ -189,7 +198,7 @@ export function attachWebSockets(
         const reason = closeName(refused);
         log.info('subscription connection refused', { transport: 'ws', requestId, reason });
         hub.dismissed('ws', reason);
-        return closeWith(ws, state, refused);
+        return refuse(ws, state, refused);
       }
       state.waiting = true;
       states.set(ws, state);
@@ -238,7 +247,7 @@ export function attachWebSockets(
         stopWaiting(state);
         if (!hub.admit('ws')) {
           log.info('subscription connection refused', { transport: 'ws', requestId, tokenId: caller.tokenId, reason: 'too_many' });
-          closeWith(socket, state, 'tooMany');
+          refuse(socket, state, 'tooMany');
           return false;
         }
         state.admitted = true;

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
 import { addressKey } from '../../src/realtime/ws.js';
@@ -176,6 +178,30 @@ describe('graphql-ws', () => {
     expect(await within(silent.closed, 'the silent socket closed')).toEqual({ code: 4408, reason: 'Connection initialisation timeout' });
     const connection = await eventuallyIn(svc);
     await connection.opened;
+  });
+
+  it('cuts off a refused socket whose peer never answers the close frame (it is counted nowhere)', async () => {
+    const svc = await service({ SUBSCRIPTIONS_WAITING_PER_ADDRESS: '1', SUBSCRIPTIONS_INIT_TIMEOUT_MS: '600000' });
+    expect(await held(rawSocket(svc))).toBe(true);
+    // A peer that upgrades, then reads and sends nothing more: it never answers a close frame.
+    const { port } = new URL(svc.url);
+    const peer = connect(Number(port), '127.0.0.1');
+    closers.push(() => peer.destroy());
+    const received: Buffer[] = [];
+    peer.on('data', (chunk: Buffer) => received.push(chunk));
+    const ended = new Promise<void>((resolve) => peer.once('close', () => resolve()));
+    peer.write(
+      `GET /graphql HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n`,
+    );
+    // ws would wait 30 s for the answer; the service cuts the peer off well before this wait ends.
+    await within(ended, 'the service cutting the silent peer off', 15_000);
+    const bytes = Buffer.concat(received);
+    expect(bytes.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
+    const frame = bytes.subarray(bytes.indexOf('\r\n\r\n') + 4);
+    expect(frame[0]).toBe(0x88); // a close frame
+    expect(frame.readUInt16BE(2)).toBe(1013);
+    expect(frame.subarray(4).toString()).toBe(WAITING_FROM_ADDRESS.reason);
   });
 
   it('addressKey: an IPv4 address itself, an IPv6 one by its /64', () => {
