@@ -47,6 +47,15 @@ export interface Config {
   metrics: boolean;
   /** SUBSCRIPTIONS_MAX: open subscription connections (WebSocket and SSE together) per instance. */
   subscriptionsMax: number;
+  /**
+   * SUBSCRIPTIONS_WAITING_PER_ADDRESS and SUBSCRIPTIONS_WAITING: WebSocket connections that may wait
+   * for their connection_init at once, from one client address and in all. A socket holds one of
+   * SUBSCRIPTIONS_MAX places only once its token is accepted; until then it holds one of these.
+   */
+  subscriptionsWaitingPerAddress: number;
+  subscriptionsWaiting: number;
+  /** SUBSCRIPTIONS_INIT_TIMEOUT_MS: how long a WebSocket may wait before its connection_init (then 4408). */
+  subscriptionsInitTimeoutMs: number;
   /** READ_CACHE_MB: memory for answers of cacheable reads, served while nothing was written (0: off). */
   readCacheMb: number;
   /**
@@ -200,6 +209,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readCacheMb: integer(env, 'READ_CACHE_MB', 8, 0, 4096),
     readCacheAsideWrites: integer(env, 'READ_CACHE_ASIDE_WRITES', 50, 1, 1_000_000),
     subscriptionsMax: integer(env, 'SUBSCRIPTIONS_MAX', 1_000, 0, 1_000_000),
+    subscriptionsWaitingPerAddress: integer(env, 'SUBSCRIPTIONS_WAITING_PER_ADDRESS', 10, 1, 1_000_000),
+    subscriptionsWaiting: integer(env, 'SUBSCRIPTIONS_WAITING', 100, 1, 1_000_000),
+    subscriptionsInitTimeoutMs: integer(env, 'SUBSCRIPTIONS_INIT_TIMEOUT_MS', 3_000, 1, 600_000),
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || './data',
     poolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 100),

@@ -121,7 +121,15 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
-    const webSockets = attachWebSockets(server, { schema, db, services, hub, log, corsOrigins: config.corsOrigins });
+    const webSockets = attachWebSockets(server, {
+      schema,
+      db,
+      services,
+      hub,
+      log,
+      corsOrigins: config.corsOrigins,
+      waiting: { perAddress: config.subscriptionsWaitingPerAddress, max: config.subscriptionsWaiting, initTimeoutMs: config.subscriptionsInitTimeoutMs },
+    });
     // A client may half-close its side of the connection once its request is sent (a FIN): its
     // answers are still written, then the connection ends. Node's HTTP server ends a connection as
     // soon as it reads the FIN unless this server field is on; it has no option of the constructor

@@ -26,7 +26,10 @@ export const auditEvents = defineResource({
     action: field.string(16, { origin: 'service', description: `${AUDIT_ACTIONS.slice(0, -1).join(', ')} or ${AUDIT_ACTIONS.at(-1)}.` }),
     resource: field.string(32, { origin: 'service', description: 'user, token, application, role, application_link or role_link.' }),
     recordID: field.reference({ origin: 'service', description: 'The record (for a link: the user).' }),
-    changes: field.json({ description: 'The changed fields: {"field": {"before": …, "after": …}}; secrets as "[redacted]".' }),
+    changes: field.json({
+      description:
+        'The changed fields: {"field": {"before": …, "after": …}}; secrets and credentials (a token’s accessToken, refreshToken, code, codeChallenge) as "[redacted]".',
+    }),
   },
 });
 

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import type { Keyring } from '../tokens/secrets.js';
-import { headerCount } from '../shared/headers.js';
+import { headerCount, headerText } from '../shared/headers.js';
 import { bearerOf } from './bearer.js';
 import { parseScopes, type Caller } from './caller.js';
 
@@ -97,16 +97,6 @@ export async function authenticate(
 
 /** The longest `client` a token records (its column's length), in characters. */
 const CLIENT_MAX = 255;
-
-/**
- * A header's text. Node reads header bytes as latin1; a client that sends UTF-8 (as browsers and
- * curl do) means the characters those bytes encode. Bytes that are not UTF-8 stay latin1.
- */
-function headerText(raw: string): string {
-  if (!/[\u0080-\u00ff]/.test(raw)) return raw;
-  const utf8 = Buffer.from(raw, 'latin1').toString('utf8');
-  return utf8.includes('\ufffd') ? raw : utf8;
-}
 
 /** At most `max` characters, never cutting a character in two (an emoji is two UTF-16 units). */
 const cut = (text: string, max: number) => (text.length <= max ? text : Array.from(text).slice(0, max).join(''));

@@ -2,7 +2,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { Middleware } from 'koa';
 import type { AppState } from '../http/context.js';
-import { packageFile, serveFiles } from '../http/static-files.js';
+import { packageFile, readsPage, serveFiles } from '../http/static-files.js';
 import type { GraphQLContext } from './context.js';
 
 /** Where the local explorer lives; /graphql falls back to it when Apollo's CDN is out of reach. */
@@ -113,7 +113,8 @@ export function localExplorer(): Middleware<AppState> {
 </html>
 `;
   return async function serveExplorer(ctx, next) {
-    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && (ctx.path === LOCAL_EXPLORER || ctx.path === `${LOCAL_EXPLORER}/`)) {
+    if (ctx.path === LOCAL_EXPLORER || ctx.path === `${LOCAL_EXPLORER}/`) {
+      if (!readsPage(ctx)) return;
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = html;
       return;

@@ -17,5 +17,14 @@ export interface AppState {
   readCache?: 'hit' | 'miss' | 'aside';
 }
 
+declare module 'koa' {
+  interface Request {
+    /** The request's body, parsed (src/http/middleware.ts readBody); undefined until read. */
+    body?: unknown;
+    /** The body's text as it came (UTF-8), once read. */
+    rawBody?: string;
+  }
+}
+
 export type AppContext = ParameterizedContext<AppState>;
 export type RouteContext = RouterContext<AppState>;

@@ -1,5 +1,9 @@
-import bodyParser from 'koa-bodyparser';
+import { pipeline } from 'node:stream';
+import { createBrotliDecompress, createUnzip } from 'node:zlib';
+import bourne from '@hapi/bourne';
 import type { Middleware, Next } from 'koa';
+import qs from 'qs';
+import getRawBody from 'raw-body';
 import { AppError } from '../errors.js';
 import { answerBareStatus, failureOf, sendError } from './errors.js';
 import { requestIdFrom } from './request-id.js';
@@ -100,47 +104,109 @@ export function routeOf(ctx: AppContext): string | null {
 /** The bodies a route reads: JSON (every API route), or JSON and forms (the OAuth RFCs send forms). */
 export type BodyKind = 'json' | 'form';
 
-/** A body parser for JSON (and, where asked, form) bodies of at most 1 MiB. */
-const bodyReader = (types: ('json' | 'form')[]) =>
-  bodyParser({
-    enableTypes: types,
-    extendTypes: { json: ['application/*+json'] },
-    jsonLimit: '1mb',
-    formLimit: '1mb',
-    strict: false,
-    // A "__proto__" key is valid JSON; it is dropped like any other field outside the writable set
-    // (co-body reads this option, koa-bodyparser's types do not list it).
-    ...({ onProtoPoisoning: 'remove' } as object),
-    // Only body-reading failures arrive here; none of them may echo the body (it can hold secrets).
-    onerror: (err: Error & { status?: number; type?: string }) => {
-      if (err.status === 413 || err.type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
-      if (err.status === 415) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be UTF-8 JSON');
-      if (err.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
-      throw AppError.badRequest(types.includes('form') ? 'the request body is not valid JSON or form data' : 'the request body is not valid JSON');
-    },
-  });
-const parsers = { json: bodyReader(['json']), form: bodyReader(['json', 'form']) };
+const BODY_LIMIT = 1024 * 1024;
 const accepted = { json: ['application/json', 'application/*+json'], form: ['application/json', 'application/*+json', 'application/x-www-form-urlencoded'] };
 const refused = {
   json: 'the request body must be JSON (Content-Type: application/json)',
   form: 'the request body must be application/x-www-form-urlencoded or JSON',
 };
+/**
+ * A body's text is UTF-8 (RFC 8259 §8.1 for JSON; forms carry ASCII with UTF-8 escaped): a body
+ * declaring another charset is a 415, and bytes that are not UTF-8 a 400, rather than text stored
+ * with U+FFFD where the client's characters were. `fatal`: the decoder throws on them.
+ */
+const UTF8_NAMES = new Set(['utf-8', 'utf8']);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Whether the request declares a body (a length, or chunks). */
 const hasBody = (ctx: AppContext) => Boolean(ctx.request.length || ctx.get('Transfer-Encoding'));
 
 /**
- * Reads the request's body into `ctx.request.body` (415 for another declared type, 413 over 1 MiB,
- * 400 when it does not parse), and resolves once it is in: a request's answer never starts before
- * its whole body arrived.
+ * The body's bytes as sent, its Content-Encoding undone (gzip, deflate and br, as the body parser
+ * this replaces, co-body's `inflation`, undid them), at most 1 MiB of them. raw-body also checks
+ * them against Content-Length and tells a client that went away.
+ */
+async function bodyBytes(ctx: AppContext): Promise<Buffer> {
+  const coding = (ctx.get('Content-Encoding') || 'identity').trim().toLowerCase();
+  const decompress = coding === 'gzip' || coding === 'deflate' ? createUnzip() : coding === 'br' ? createBrotliDecompress() : null;
+  if (!decompress && coding !== 'identity')
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the request body has a Content-Encoding this service does not read (gzip, deflate, br or none)');
+  try {
+    if (!decompress) return await getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit: BODY_LIMIT });
+    // pipeline: an error on either side (the client gone, bytes that do not inflate) ends the read.
+    return await getRawBody(
+      pipeline(ctx.req, decompress, () => {}),
+      { limit: BODY_LIMIT },
+    );
+  } catch (err) {
+    const failure = err as { type?: string };
+    if (failure.type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', 'the request body is larger than 1 MiB');
+    if (failure.type === 'request.aborted') throw AppError.badRequest('the request body was cut short');
+    if (failure.type === 'request.size.invalid') throw AppError.badRequest('the request body is not as long as its Content-Length says');
+    throw AppError.badRequest(`the request body could not be read${decompress ? ` as ${coding}` : ''}`);
+  }
+}
+
+/**
+ * Reads the request's body into `ctx.request.body` (and its text into `rawBody`): 415 for another
+ * declared type or charset, 413 over 1 MiB, 400 when it is not UTF-8 or does not parse; it
+ * resolves once the whole body is in: a request's answer never starts before its body arrived.
+ * None of the messages echo the body (it can hold secrets).
  */
 export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
-  // Neither a length nor chunks: the parser would find no body and conclude an empty object (an
-  // empty body that is declared, `Content-Length: 0`, is still parsed: as JSON it is no object).
+  if (ctx.request.body !== undefined) return; // read already
+  // Neither a length nor chunks: there is no body (an empty body that is declared,
+  // `Content-Length: 0`, is still parsed: as JSON it is no object).
   if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
-    ctx.request.body ??= {};
+    ctx.request.body = {};
     return;
   }
-  if (hasBody(ctx) && !ctx.is(...accepted[kind])) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
-  await parsers[kind](ctx, async () => {});
+  const type = ctx.is(...accepted[kind]);
+  if (!type) {
+    if (hasBody(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
+    ctx.request.body = {}; // a declared empty body of no type, or of another
+    return;
+  }
+  const charset = ctx.request.charset;
+  if (charset && !UTF8_NAMES.has(charset.toLowerCase())) {
+    const named = /^[\x21-\x7e]{1,40}$/.test(charset) ? `charset=${charset}` : 'its charset';
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `the request body must be UTF-8 (charset=utf-8, or none); ${named} is not read`);
+  }
+  const bytes = await bodyBytes(ctx);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw AppError.badRequest('the request body is not valid UTF-8: send its text encoded as UTF-8');
+  }
+  const form = kind === 'form' && ctx.is('application/x-www-form-urlencoded') !== false;
+  let parsed: unknown;
+  try {
+    parsed = form ? parseForm(text) : parseJson(text);
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw AppError.badRequest(kind === 'form' ? 'the request body is not valid JSON or form data' : 'the request body is not valid JSON');
+  }
+  ctx.request.rawBody = text;
+  ctx.request.body = parsed;
+}
+
+/**
+ * JSON text: any JSON value (an empty body is ''); a "__proto__" key is valid JSON, and dropped
+ * like any other field outside the writable set (bourne finds it however it is escaped).
+ */
+const parseJson = (text: string): unknown => (text ? bourne.parse(text, { protoAction: 'remove' }) : text);
+
+/** A form (`token=…&token_type_hint=…`): a %-escape that is not UTF-8 is a 400, as raw bytes that are not. */
+function parseForm(text: string): unknown {
+  return qs.parse(text, {
+    allowDots: true,
+    decoder: (part: string) => {
+      try {
+        return decodeURIComponent(part.replace(/\+/g, ' '));
+      } catch {
+        throw AppError.badRequest('the form body has a %-escape that is not UTF-8');
+      }
+    },
+  });
 }

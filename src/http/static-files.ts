@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
 import type { Middleware } from 'koa';
-import type { AppState } from './context.js';
+import { AppError } from '../errors.js';
+import type { AppContext, AppState } from './context.js';
 
 const require = createRequire(import.meta.url);
 
@@ -25,11 +26,27 @@ export function packageFile(name: string, path: string, type: string): StaticFil
   return { type, body: readFileSync(join(dir, path)) };
 }
 
-/** GET/HEAD of these paths answer these files (cached a day by the browser); others go on. */
+/** The methods a page or a file is served for. */
+const READ_METHODS = ['GET', 'HEAD'];
+
+/**
+ * Whether a request for a page or file of the service wants it (GET, HEAD); else it is answered
+ * as on every other path: OPTIONS with 204 and `Allow`, another method with a 405.
+ */
+export function readsPage(ctx: AppContext): boolean {
+  if (READ_METHODS.includes(ctx.method)) return true;
+  if (ctx.method !== 'OPTIONS') throw AppError.methodNotAllowed(ctx.method, READ_METHODS);
+  ctx.set('Allow', [...READ_METHODS, 'OPTIONS'].join(', '));
+  ctx.status = 204;
+  return false;
+}
+
+/** GET/HEAD of these paths answer these files (cached a day by the browser); other paths go on. */
 export function serveFiles(files: Readonly<Record<string, StaticFile>>): Middleware<AppState> {
   return async function staticFiles(ctx, next) {
-    const file = ctx.method === 'GET' || ctx.method === 'HEAD' ? files[ctx.path] : undefined;
+    const file = Object.hasOwn(files, ctx.path) ? files[ctx.path] : undefined;
     if (!file) return next();
+    if (!readsPage(ctx)) return;
     ctx.type = file.type;
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.body = file.body;

@@ -116,7 +116,7 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
   const eventsSent = new Counter({ name: 'realtime_events_sent_total', help: 'Events handed to subscriptions', registers: [registry] });
   const closes = new Counter({
     name: 'realtime_connections_closed_total',
-    help: 'Subscription connections closed, by transport and reason (client, unauthorized, forbidden, slow, too_many, going)',
+    help: 'Subscription connections closed, by transport and reason (client, init_timeout, unauthorized, forbidden, slow, too_many, waiting_from_address, waiting, going)',
     labelNames: ['transport', 'reason'] as const,
     registers: [registry],
   });

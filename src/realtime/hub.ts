@@ -28,6 +28,10 @@ export const CLOSE = {
   forbidden: { code: 4403, reason: 'Forbidden: the token was revoked, expired or deleted', graphql: 'FORBIDDEN' },
   slow: { code: 4408, reason: `Too slow: ${MAX_BEHIND} events behind`, graphql: 'TOO_SLOW' },
   tooMany: { code: 4429, reason: 'Too many connections', graphql: 'TOO_MANY_REQUESTS' },
+  // Sockets waiting for their connection_init (WebSocket only): 1013 (Try Again Later), which
+  // graphql-ws clients retry, as the wait of the others is over within moments.
+  waitingFromAddress: { code: 1013, reason: 'Try again later: too many connections from this address wait for connection_init', graphql: 'TOO_MANY_REQUESTS' },
+  waiting: { code: 1013, reason: 'Try again later: too many connections wait for connection_init', graphql: 'TOO_MANY_REQUESTS' },
   going: { code: 1001, reason: 'Going away: the service is stopping', graphql: 'SHUTTING_DOWN' },
 } as const;
 export type CloseReason = keyof typeof CLOSE;
@@ -126,7 +130,7 @@ export class Hub {
   private readonly expiries = new Map<Connection, NodeJS.Timeout>();
   /** The hub's own listener (token checks), there while it has connections; null otherwise. */
   private stopListening: (() => void) | null = null;
-  /** Open connections, authenticated or not. */
+  /** Open connections whose token was accepted. */
   private open = 0;
 
   constructor(
@@ -138,14 +142,12 @@ export class Hub {
   ) {}
 
   /**
-   * Counts a new connection (before it authenticates: an unauthenticated socket holds memory too),
-   * or says no when SUBSCRIPTIONS_MAX are open (4429 / 429).
+   * Counts a new connection once its token is accepted (a socket still waiting for its
+   * connection_init holds one of the few places src/realtime/ws.ts keeps for those), or says no
+   * when SUBSCRIPTIONS_MAX are open (4429 / 429; the refused connection is `dismissed`).
    */
   admit(transport: Connection['transport']): boolean {
-    if (this.open >= this.maxConnections) {
-      this.metrics?.closed(transport, 'too_many');
-      return false;
-    }
+    if (this.open >= this.maxConnections) return false;
     this.open++;
     this.metrics?.connected(transport, 1);
     return true;
@@ -155,6 +157,11 @@ export class Hub {
   release(transport: Connection['transport'], reason: string): void {
     this.open--;
     this.metrics?.connected(transport, -1);
+    this.metrics?.closed(transport, reason);
+  }
+
+  /** A connection never admitted (refused, or closed before its token was accepted) is gone, for `reason`. */
+  dismissed(transport: Connection['transport'], reason: string): void {
     this.metrics?.closed(transport, reason);
   }
 

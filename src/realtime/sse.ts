@@ -53,6 +53,10 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
   const streams = new WeakSet<ServerResponse>();
   const handler = createHandler<IncomingMessage, StreamContext, StreamContext & Record<PropertyKey, unknown>>({
     schema,
+    // No "single connection mode": its reservations (PUT, then a stream per reservation token)
+    // would be streams this side neither authenticates nor counts. Every stream is a distinct
+    // connection, made by a request authenticated with its bearer token.
+    authenticate: () => null,
     // prepareSubscription (in onSubscribe) has validated the document, with the service's limits.
     validate: () => [],
     onSubscribe: (req, params) => {
@@ -72,8 +76,12 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
     wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller) {
-      if (!hub.admit('sse'))
+      // The request has been authenticated (401 before anything else): a stream without a token
+      // never takes a place.
+      if (!hub.admit('sse')) {
+        hub.dismissed('sse', closeName('tooMany'));
         throw new AppError('TOO_MANY_REQUESTS', `this instance holds its most subscription connections (${hub.maxConnections}); try again later`);
+      }
       const res = ctx.res;
       let closedWith: CloseReason | null = null;
       let results: EventResults | null = null;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from 'node:http';
+import { isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Context } from 'graphql-ws';
@@ -23,22 +24,36 @@ import type { RealtimeContext } from './realtime.graphql.js';
  * never sees an upgrade, so the checks it would make are made here):
  *
  * - the upgrade: only /graphql; a browser's Origin must be the service's own or one of
- *   CORS_ORIGINS (403 otherwise); past SUBSCRIPTIONS_MAX open connections the socket is closed
- *   with 4429;
+ *   CORS_ORIGINS (403 otherwise); the socket then waits for its connection_init, as one of at most
+ *   SUBSCRIPTIONS_WAITING_PER_ADDRESS from its client's address and SUBSCRIPTIONS_WAITING in all
+ *   (1013 past either), for at most SUBSCRIPTIONS_INIT_TIMEOUT_MS (4408);
  * - `connection_init`: its payload's `Authorization` (or `authorization`, or
- *   `headers.Authorization`) is checked as a request's header is (4401 otherwise); the connection
- *   is then known to the hub, which closes it with 4403 when its token or user ends;
+ *   `headers.Authorization`) is checked as a request's header is (4401 otherwise); only then does
+ *   the connection take one of SUBSCRIPTIONS_MAX places (4429 past it), so that sockets that never
+ *   authenticate cannot keep those who do out; it is then known to the hub, which closes it with
+ *   4403 when its token or user ends;
  * - each `subscribe`: at most 100 per connection, and the limits HTTP requests have
  *   (src/realtime/operation.ts); errors formatted as over HTTP, with the connection's request id.
  */
 
 /** The path upgrades are served on: the one GraphQL is served on over HTTP. */
 const PATH = '/graphql';
+/**
+ * How long a refused socket, counted nowhere, may take to answer its close frame before it is cut
+ * off (ws itself would wait 30 s for a peer that does not answer).
+ */
+const REFUSED_GRACE_MS = 1_000;
 
 /** What this side knows of a socket: from its upgrade on, and once its connection_init is accepted. */
 interface SocketState {
   /** Its upgrade's X-Request-Id, else a new one. */
   requestId: string;
+  /** Its client's address, as the waiting sockets are counted (addressKey). */
+  address: string;
+  /** Whether it is counted among the sockets waiting for their connection_init. */
+  waiting: boolean;
+  /** Whether it holds one of SUBSCRIPTIONS_MAX places (its token was accepted). */
+  admitted: boolean;
   /** Why this side closed it (the peer's close frame may say otherwise, or nothing). */
   closedFor?: string;
   /** Once authenticated: the caller, its subscriptions' access to the hub, and how the hub forgets it. */
@@ -76,16 +91,96 @@ function originAllowed(req: IncomingMessage, origins: Config['corsOrigins']): bo
   }
 }
 
+/**
+ * The key a client's sockets are counted under: an IPv4 address itself (an IPv4-mapped IPv6 one
+ * too), an IPv6 address by its /64, the block one subscriber line is given (its other addresses
+ * are the client's for the asking). Hand-written: expanding `::` is all it takes, and no
+ * dependency of the service parses addresses.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1];
+  if (!isIPv6(address)) return address;
+  // The zone goes, and an embedded IPv4 address is the last 32 bits, beyond the /64.
+  const bare = address.replace(/%.*$/, '').replace(/:\d+\.\d+\.\d+\.\d+$/, ':0:0');
+  const groups = (text: string | undefined) => (text ? text.split(':') : []);
+  const [head, tail] = bare.split('::');
+  const parts =
+    tail === undefined ? groups(head) : [...groups(head), ...Array<string>(8 - groups(head).length - groups(tail).length).fill('0'), ...groups(tail)];
+  return `${parts
+    .slice(0, 4)
+    .map((part) => parseInt(part, 16).toString(16))
+    .join(':')}::/64`;
+}
+
+/**
+ * The sockets waiting for their connection_init, counted by client address and in all: bounded,
+ * so that sockets that never authenticate can neither fill memory nor keep a client of another
+ * address from authenticating. (Counts in a map: no library fits better.)
+ */
+class WaitingSockets {
+  private readonly byAddress = new Map<string, number>();
+  private total = 0;
+
+  constructor(
+    private readonly perAddress: number,
+    private readonly max: number,
+  ) {}
+
+  /** Counts a socket from `address` in, or says why not. */
+  enter(address: string): CloseReason | null {
+    const mine = this.byAddress.get(address) ?? 0;
+    if (mine >= this.perAddress) return 'waitingFromAddress';
+    if (this.total >= this.max) return 'waiting';
+    this.byAddress.set(address, mine + 1);
+    this.total++;
+    return null;
+  }
+
+  leave(address: string): void {
+    const mine = (this.byAddress.get(address) ?? 1) - 1;
+    if (mine > 0) this.byAddress.set(address, mine);
+    else this.byAddress.delete(address);
+    this.total--;
+  }
+}
+
+/** The bounds of sockets not yet authenticated (src/config.ts). */
+export interface WaitingLimits {
+  perAddress: number;
+  max: number;
+  /** How long a socket may wait before its connection_init. */
+  initTimeoutMs: number;
+}
+
 export function attachWebSockets(
   server: Server,
-  deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger; corsOrigins: Config['corsOrigins'] },
+  deps: {
+    schema: GraphQLSchema;
+    db: Database;
+    services: Services;
+    hub: Hub;
+    log: Logger;
+    corsOrigins: Config['corsOrigins'];
+    waiting: WaitingLimits;
+  },
 ): WebSocketEndpoint {
   const { schema, db, hub, log } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const states = new WeakMap<WebSocket, SocketState>();
+  const waiting = new WaitingSockets(deps.waiting.perAddress, deps.waiting.max);
+  const stopWaiting = (state: SocketState) => {
+    if (!state.waiting) return;
+    state.waiting = false;
+    waiting.leave(state.address);
+  };
   const closeWith = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
     state.closedFor ??= closeName(reason);
     socket.close(CLOSE[reason].code, CLOSE[reason].reason);
+  };
+  const refuse = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
+    closeWith(socket, state, reason);
+    setTimeout(() => socket.terminate(), REFUSED_GRACE_MS).unref();
   };
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -96,19 +191,25 @@ export function attachWebSockets(
       return answerOnSocket(socket, new AppError('FORBIDDEN', 'this Origin may not open a socket here (CORS_ORIGINS lists those that may)'), given);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const state: SocketState = { requestId: requestIdFrom(given) };
+      const state: SocketState = { requestId: requestIdFrom(given), address: addressKey(req.socket.remoteAddress ?? ''), waiting: false, admitted: false };
       const { requestId } = state;
-      if (!hub.admit('ws')) {
-        log.info('subscription connection refused', { transport: 'ws', requestId, reason: 'too_many' });
-        return closeWith(ws, state, 'tooMany');
+      const refused = waiting.enter(state.address);
+      if (refused) {
+        const reason = closeName(refused);
+        log.info('subscription connection refused', { transport: 'ws', requestId, reason });
+        hub.dismissed('ws', reason);
+        return refuse(ws, state, refused);
       }
+      state.waiting = true;
       states.set(ws, state);
       const opened = Date.now();
       ws.once('close', (code, text) => {
         // The reason this side closed for, else what the close frame says (the client's doing).
         const reason = state.closedFor ?? closeReasonOf(code, String(text));
+        stopWaiting(state);
         state.forget?.();
-        hub.release('ws', reason);
+        if (state.admitted) hub.release('ws', reason);
+        else hub.dismissed('ws', reason);
         const tokenId = state.caller?.tokenId;
         log.info('subscription connection closed', {
           transport: 'ws',
@@ -127,8 +228,8 @@ export function attachWebSockets(
     {
       schema,
       // graphql-ws closes a socket whose connection_init does not come within this time (4408):
-      // a socket not yet authenticated holds one of SUBSCRIPTIONS_MAX places only this long.
-      connectionInitWaitTimeout: 3_000,
+      // a socket not yet authenticated holds one of the waiting places only this long.
+      connectionInitWaitTimeout: deps.waiting.initTimeoutMs,
       onConnect: async (ctx: Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>) => {
         const { socket, request } = ctx.extra;
         const state = states.get(socket)!; // set at the upgrade, before graphql-ws sees the socket
@@ -142,6 +243,14 @@ export function attachWebSockets(
           return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
         }
         if (socket.readyState !== socket.OPEN) return false;
+        // Authenticated: no longer waiting, and now it counts against SUBSCRIPTIONS_MAX.
+        stopWaiting(state);
+        if (!hub.admit('ws')) {
+          log.info('subscription connection refused', { transport: 'ws', requestId, tokenId: caller.tokenId, reason: 'too_many' });
+          refuse(socket, state, 'tooMany');
+          return false;
+        }
+        state.admitted = true;
         const connection: Connection = {
           tokenId: caller.tokenId,
           userId: caller.userId,

@@ -51,7 +51,15 @@ export interface Field {
   filterDescription?: string;
   /** For `secret`: the two columns it is stored in. */
   secretColumns?: { hmac: string; cipher: string };
+  /**
+   * A credential kept in clear because it is read back (a token's `code` and `codeChallenge`, of an
+   * authorization flow): like a secret, never shown in an audit event (`redactedInAudit`).
+   */
+  credential?: boolean;
 }
+
+/** Whether an audit event shows a field's values as "[redacted]": a secret's, or a credential's. */
+export const redactedInAudit = (field: Field): boolean => field.kind === 'secret' || field.credential === true;
 
 /** `firstName` → `first_name`, `recordID` → `record_id`. */
 const snake = (name: string) =>

@@ -1,4 +1,5 @@
 import { AppError, type FieldProblem } from '../errors.js';
+import { headerText } from '../shared/headers.js';
 import { checkDate, checkId, checkInt32, checkSafeInteger, checkString, type Checked } from '../shared/values.js';
 import type { Field } from './field.js';
 import type { Body, WritableOf } from './resource.js';
@@ -57,28 +58,34 @@ export function requireObject(body: unknown): Record<string, unknown> {
 /** Names a record has but no write may set (docs/rest.md#conventions): skipped when Attrs names them, in any case. */
 const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client', 'version', 'password', 'remembertoken']);
 
+/** ASCII letters in lower case, and only they: a field name is ASCII, and no other character may pass for one (`ſ` for `s`, `K` for `k`). */
+const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
 /**
  * The `Attrs` header as the original service read it (docs/rest.md#conventions): comma-separated field names,
  * spaces around them ignored, matched case-insensitively (`FirstName` is `firstName`); read-only
- * names skipped; any other name is a 400. The writable fields' own names, or undefined when the
- * header names nothing (then the body's own fields are changed).
+ * names skipped; any other name is a 400, which shows it as the client wrote it (the header's
+ * UTF-8 read as such: src/shared/headers.ts). The writable fields' own names, or undefined when
+ * the header names nothing (then the body's own fields are changed).
  */
 export function parseAttrs(header: string | undefined, resource: Body): string[] | undefined {
   if (header === undefined || !/[^,\s]/.test(header)) return undefined;
   const byLowerCase = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]));
   const names: string[] = [];
   const unknown: string[] = [];
-  for (const given of header
+  for (const given of headerText(header, { escape: true })
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean)) {
-    const name = byLowerCase.get(given.toLowerCase());
+    const lower = asciiLowerCase(given);
+    const name = byLowerCase.get(lower);
     if (name) names.push(name);
-    else if (!READ_ONLY.has(given.toLowerCase())) unknown.push(given);
+    else if (!READ_ONLY.has(lower)) unknown.push(given);
   }
   if (unknown.length) {
     const writable = resource.writable.map(([name]) => name).join(', ');
-    throw AppError.invalid(unknown.map((n) => ({ field: 'Attrs', message: `"${n.slice(0, 64)}" is not a writable field; writable: ${writable}` })));
+    const shown = (name: string) => Array.from(name).slice(0, 64).join(''); // never half a character
+    throw AppError.invalid(unknown.map((n) => ({ field: 'Attrs', message: `"${shown(n)}" is not a writable field; writable: ${writable}` })));
   }
   return [...new Set(names)];
 }

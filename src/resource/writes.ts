@@ -1,6 +1,6 @@
 import type { Caller } from '../auth/caller.js';
 import type { AuditAction } from '../audit/audit.resource.js';
-import type { Field } from './field.js';
+import { redactedInAudit, type Field } from './field.js';
 import { columnSql, type Cascade, type Resource } from './resource.js';
 
 /**
@@ -59,10 +59,10 @@ const comparedColumn = (field: Field) => (field.kind === 'secret' ? field.secret
 /** A timestamptz column as an audit event's JSON value: the wire date. */
 const auditDate = (column: string) => `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
 
-/** A field's value in an audit event (JSON): dates in the wire format, secrets redacted. */
+/** A field's value in an audit event (JSON): dates in the wire format, secrets and credentials redacted. */
 function auditValue(field: Field, alias: string): string {
   const column = columnSql(alias, comparedColumn(field));
-  if (field.kind === 'secret') return `case when ${column} is null then null else '"[redacted]"'::jsonb end`;
+  if (redactedInAudit(field)) return `case when ${column} is null then null else '"[redacted]"'::jsonb end`;
   if (field.kind === 'date') return auditDate(column);
   return `to_jsonb(${column})`;
 }

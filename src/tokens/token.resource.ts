@@ -25,8 +25,9 @@ export const tokens = defineResource({
     ),
     refreshToken: field.secret(1024, { hmac: 'refresh_token_hmac', cipher: 'refresh_token_cipher' }),
     scope: field.string(255),
-    code: field.string(1024),
-    codeChallenge: field.string(1024, { nullable: true }),
+    // Credentials of an authorization flow: read back, but never shown in the audit log.
+    code: field.string(1024, { credential: true }),
+    codeChallenge: field.string(1024, { nullable: true, credential: true }),
     tokenType: field.string(255),
     expireAt: field.date({ nullable: true }),
     client: field.string(255, { origin: 'service' }),

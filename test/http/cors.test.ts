@@ -91,3 +91,15 @@ test('CORS_ORIGINS=* allows any origin, echoed; without CORS_ORIGINS there are n
 test('a malformed CORS_ORIGINS stops the start with a clear message', async () => {
   await expect(startTestService({ CORS_ORIGINS: 'app.example.com' })).rejects.toThrow(/CORS_ORIGINS must list origins/);
 });
+
+test('the local explorer (/graphiql) and its files: a preflight from an allowed origin is answered, a plain OPTIONS too (204 with Allow)', async () => {
+  for (const path of ['/graphiql', '/graphiql/graphiql.js']) {
+    const preflight = await svc.request('OPTIONS', path, { token: null, headers: { Origin: APP, 'Access-Control-Request-Method': 'GET' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(APP);
+    expect(preflight.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS']);
+    const plain = await svc.request('OPTIONS', path, { token: null, headers: { Origin: APP } });
+    expect(plain.status).toBe(204);
+    expect(plain.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+  }
+});

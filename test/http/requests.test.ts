@@ -464,6 +464,21 @@ describe('OPTIONS and repeated Authorization headers', () => {
     expect(unknown.body).toMatchObject({ code: 404, error: 'NOT_FOUND' });
   });
 
+  test('OPTIONS on the pages and their files (/graphiql, /docs): 204 with Allow, as GET and HEAD answer 200; another method a 405', async () => {
+    for (const path of ['/graphiql', '/graphiql/', '/graphiql/graphiql.js', '/docs', '/docs/swagger-ui.css']) {
+      expect({ path, status: (await fetch(`${svc.url}${path}`)).status }).toEqual({ path, status: 200 });
+      expect({ path, status: (await fetch(`${svc.url}${path}`, { method: 'HEAD' })).status }).toEqual({ path, status: 200 });
+      const res = await svc.request('OPTIONS', path, { token: null });
+      expect({ path, status: res.status, text: res.text }).toEqual({ path, status: 204, text: '' });
+      expect((res.headers.get('allow') ?? '').split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS']);
+    }
+    for (const path of ['/graphiql', '/graphiql/graphiql.js', '/docs/swagger-ui.css']) {
+      const post = await svc.request('POST', path, { token: null, body: {} });
+      expectError(post, 405, 'METHOD_NOT_ALLOWED');
+      expect(post.headers.get('allow')).toBe('GET, HEAD');
+    }
+  });
+
   test('two Authorization headers: 400 BAD_REQUEST on REST and GraphQL, whichever comes first; nothing is written', async () => {
     const before = await svc.snapshot();
     const two = `Authorization: Bearer ${svc.adminToken}\r\nAuthorization: Bearer other-value\r\n`;

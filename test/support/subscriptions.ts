@@ -1,6 +1,6 @@
 import { createClient as createSseClient, type Client as SseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
-import WebSocket from 'ws';
+import WebSocket, { type ClientOptions } from 'ws';
 
 /**
  * Subscription clients against a running service, as frontends use them: graphql-ws over a real
@@ -23,8 +23,16 @@ export interface WsConnection {
 
 export const wsUrl = (url: string) => `${url.replace(/^http/, 'ws')}/graphql`;
 
-/** A graphql-ws client that connects at once and never retries (a test wants to see each close). */
-export function wsConnect(url: string, connectionParams: Record<string, unknown> | null, headers: Record<string, string> = {}): WsConnection {
+/**
+ * A graphql-ws client that connects at once and never retries (a test wants to see each close);
+ * `socket`: more options of its WebSocket (`localAddress`, to connect from another loopback address).
+ */
+export function wsConnect(
+  url: string,
+  connectionParams: Record<string, unknown> | null,
+  headers: Record<string, string> = {},
+  socket: ClientOptions = {},
+): WsConnection {
   let closedResolve!: (closed: Closed) => void;
   const closed = new Promise<Closed>((resolve) => (closedResolve = resolve));
   let openedResolve!: () => void;
@@ -36,7 +44,7 @@ export function wsConnect(url: string, connectionParams: Record<string, unknown>
   opened.catch(() => {});
   class HeaderSocket extends WebSocket {
     constructor(address: string, protocols?: string | string[]) {
-      super(address, protocols, { headers });
+      super(address, protocols, { ...socket, headers });
     }
   }
   const client = createWsClient({
