@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, isServerError } from './db/sql.js';
+import { DatabaseBusyError, DatabaseUnavailableError, isServerError } from './db/sql.js';
 
 /**
  * The one error type the service throws on purpose: a code and a message for a person, the fields
@@ -36,6 +36,8 @@ export interface ErrorInfo {
   permission?: string;
   /** METHOD_NOT_ALLOWED: the methods the path serves. */
   allow?: readonly string[];
+  /** UNAVAILABLE: the database answers, but this instance has more requests than connections (not an outage). */
+  overload?: boolean;
 }
 
 export class AppError extends Error {
@@ -102,6 +104,9 @@ const UNAVAILABLE = /^(08|57P0[1-3]$|53300$|57014$)/;
  */
 export function asAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
+  if (err instanceof DatabaseBusyError) {
+    return new AppError('UNAVAILABLE', 'the service has more requests than database connections just now; try again shortly', undefined, { overload: true });
+  }
   if (err instanceof DatabaseUnavailableError) return AppError.unavailable();
   if (!isServerError(err)) return null;
   const code = err.code ?? '';

@@ -117,7 +117,13 @@ export async function openDatabase(
     config.statementTimeoutMs ? `set local statement_timeout = ${config.statementTimeoutMs}` : '',
   ].filter(Boolean);
   const transactionSettings = !embedded && !session && timeouts.length ? timeouts.join('; ') : undefined;
-  const sql = new PoolSql(pool, { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded), transactionSettings });
+  const sql = new PoolSql(pool, {
+    namedStatements: session,
+    onStatement: options.onStatement,
+    wrapStatements: Boolean(embedded),
+    transactionSettings,
+    maxConnections: max,
+  });
   let orm: MikroORM;
   try {
     orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));

@@ -51,6 +51,18 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
+/**
+ * No connection of the pool became free in time: every one was busy with other requests. The
+ * database answers; this instance has more work than connections (overload, not an outage: a 503
+ * the caller may retry, never logged as the database being unavailable).
+ */
+export class DatabaseBusyError extends DatabaseUnavailableError {
+  override name = 'DatabaseBusyError';
+  constructor(options?: { cause?: unknown }) {
+    super('every connection of the pool stayed busy', options);
+  }
+}
+
 /** PostgreSQL's SQLSTATEs for "this transaction lost a race; run it again": deadlock, serialization failure. */
 export const RETRYABLE: ReadonlySet<string> = new Set(['40P01', '40001']);
 const ATTEMPTS = 4;
@@ -74,6 +86,8 @@ export interface SqlOptions {
    * the lock and statement timeouts are set this way.
    */
   transactionSettings?: string;
+  /** The pool's size (its `max`): a request that waits for a connection of a full pool and gets none is told apart from an outage. */
+  maxConnections?: number;
 }
 
 const MAX_NAMED = 500;
@@ -125,12 +139,20 @@ async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOp
   }
 }
 
-/** A connection of the pool; failing to get one (none free in time, or the server refusing) means the database is unavailable. */
-async function connect(pool: pg.Pool): Promise<pg.PoolClient> {
+/**
+ * A connection of the pool. Failing to get one means the database is unavailable (the server
+ * refused or did not answer a new connection: the error has a code, or a cause), unless the
+ * request waited in the pool's queue, every connection busy, and none came free in time: then the
+ * pool is busy (pg-pool's queue timeout is a bare error, neither code nor cause).
+ */
+async function connect(pool: pg.Pool, max: number | undefined): Promise<pg.PoolClient> {
+  const queued = max !== undefined && pool.idleCount === 0 && pool.totalCount >= max;
   try {
     return await pool.connect();
   } catch (err) {
-    throw new DatabaseUnavailableError((err as { code?: string })?.code ?? 'no connection', { cause: err });
+    const { code, cause } = (err ?? {}) as { code?: string; cause?: unknown };
+    if (queued && code === undefined && cause === undefined) throw new DatabaseBusyError({ cause: err });
+    throw new DatabaseUnavailableError(code ?? 'no connection', { cause: err });
   }
 }
 
@@ -165,7 +187,7 @@ export class PoolSql implements Sql {
   async rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
     // The embedded database's wrapper is no statement of the service's: the listener hears the statement alone.
     if (this.options.wrapStatements) return this.once((tx) => tx.rows<R>(text, params), false);
-    const client = await connect(this.pool);
+    const client = await connect(this.pool, this.options.maxConnections);
     let broken: Error | undefined;
     try {
       return await run<R>(client, this.book, this.options, text, params);
@@ -190,7 +212,7 @@ export class PoolSql implements Sql {
   }
 
   private async once<T>(work: (tx: Transaction) => Promise<T>, reported = true): Promise<T> {
-    const client = await connect(this.pool);
+    const client = await connect(this.pool, this.options.maxConnections);
     const control = async (text: 'begin' | 'commit' | 'rollback') => {
       if (reported) this.options.onStatement?.(text);
       try {

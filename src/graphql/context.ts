@@ -21,8 +21,8 @@ export interface GraphQLContext {
   /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
   reads: Sql;
   loaders: Loaders;
-  /** The HTTP request's state, where the operation's name and type are noted for the request log. */
-  http?: { graphql?: { name: string | null; type: string } };
+  /** The HTTP request's state, where the operation's name and type are noted for the request log (and an overloaded 503 for the outage log). */
+  http?: { graphql?: { name: string | null; type: string }; overloaded?: boolean };
 }
 
 /** The caller; the HTTP layer lets a request without one through only for introspection. */

@@ -225,6 +225,7 @@ export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExec
       // The transaction could not begin or commit (the connection was lost, say): nothing was written.
       const known = asAppError(err) ?? new AppError('INTERNAL', 'an internal error occurred');
       if (!asAppError(err)) log.error('graphql commit failed', { requestId: context.requestId, error: (err as Error)?.name });
+      if (known.info.overload && context.http) context.http.overloaded = true;
       const error = toGraphQLError(known);
       return { data: null, errors: [new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: STATUS_OF[known.code] } } })] };
     }

@@ -294,6 +294,7 @@ export async function createGraphQL(deps: {
     } catch (err) {
       const known = failureOf(err, ctx, log);
       ctx.status = STATUS_OF[known.code];
+      if (known.info.overload) ctx.state.overloaded = true;
       for (const [name, value] of Object.entries(errorHeaders(known))) ctx.set(name, value);
       ctx.body = httpErrorBody(known, ctx.state.requestId);
       // GraphQL over HTTP: a client that asks for application/graphql-response+json (Apollo Client

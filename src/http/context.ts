@@ -15,6 +15,8 @@ export interface AppState {
   /** Whether a cacheable read was answered from the read cache; unset for other requests. */
   /** What the read cache did: served the answer, found none, or stood aside (the database is being written too fast for kept answers to be reused). */
   readCache?: 'hit' | 'miss' | 'aside';
+  /** Its 503 says the instance is overloaded (no database connection came free in time), not that the database is unavailable. */
+  overloaded?: boolean;
 }
 
 declare module 'koa' {

@@ -22,7 +22,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
 };
 
-/** What a 503's Retry-After says: a database outage is usually over in seconds. */
+/** What a 503's Retry-After says: a database outage, or a burst of requests, is usually over in seconds. */
 export const RETRY_AFTER_SECONDS = 5;
 
 /**
@@ -47,6 +47,7 @@ export function errorHeaders(error: AppError): Record<string, string> {
 /** Puts an error on a Koa answer: its status, its headers, and `body` (REST's JSON error body by default). */
 export function sendError(ctx: AppContext, error: AppError, body: unknown = errorBody(error, ctx.state.requestId)): void {
   ctx.status = STATUS_OF[error.code];
+  if (error.info.overload) ctx.state.overloaded = true;
   for (const [name, value] of Object.entries(errorHeaders(error))) ctx.set(name, value);
   ctx.body = body;
 }

@@ -59,7 +59,8 @@ export function requestEdge(options: {
     } catch (err) {
       sendError(ctx, failureOf(err, ctx, log));
     }
-    if (ctx.status === 503) outage.failed(requestId);
+    // A pool too busy to hand out a connection in time is load, not an outage: no outage line.
+    if (ctx.status === 503 && !ctx.state.overloaded) outage.failed(requestId);
     // Its token was read from the database, or the readiness probe reached it.
     else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
     const route = routeOf(ctx);

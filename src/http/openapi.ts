@@ -29,7 +29,7 @@ const ERROR_STATUSES: Record<string, string> = {
   409: 'Conflict with another record (a duplicate unique value, an id that exists) or with the record’s state (a restore of a record that is not deleted)',
   413: 'Body over 1 MiB',
   415: 'Body that is not JSON',
-  503: 'Database unavailable (Retry-After says when to try again)',
+  503: 'Database unavailable, or every database connection busy (Retry-After says when to try again)',
 };
 
 function scalar(kind: FieldKind, max?: number): Schema {

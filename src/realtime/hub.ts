@@ -222,15 +222,18 @@ export class Hub {
         await this.source.reading();
         const upTo = this.source.handedOver();
         const [{ newest }] = await this.sql.rows<{ newest: number | null }>('select max(id) as newest from audit_events');
-        if (after > Number(newest ?? 0)) throw AppError.invalid([{ field: 'after', message: 'no event has this id yet: pass an eventID this service sent' }]);
-        // The replay reads the audit log from `after` on: how far back it may start is bounded, so
-        // that a narrow filter cannot make it scan the whole log.
-        if (upTo - after > MAX_REPLAY_SPAN)
+        const logged = Number(newest ?? 0);
+        if (after > logged) throw AppError.invalid([{ field: 'after', message: 'no event has this id yet: pass an eventID this service sent' }]);
+        // The limits count what the audit log holds after `after` now, not what the source has
+        // handed over yet: else the same `after` would be refused or replayed depending on how
+        // far the source had read. How far back a replay may start is bounded, so that a narrow
+        // filter cannot make it scan the whole log.
+        if (logged - after > MAX_REPLAY_SPAN)
           throw AppError.invalid([
             { field: 'after', message: `more than ${MAX_REPLAY_SPAN} changes happened after it: read the records again, then subscribe without after` },
           ]);
-        const replay = await eventsAfter(this.sql, after, Math.max(upTo, after), MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
-        if (replay.length > MAX_REPLAY) {
+        const later = await eventsAfter(this.sql, after, logged, MAX_REPLAY + 1, filter.sql.where, filter.sql.params);
+        if (later.length > MAX_REPLAY) {
           throw AppError.invalid([
             {
               field: 'after',
@@ -238,6 +241,9 @@ export class Hub {
             },
           ]);
         }
+        // Replayed: those up to where the source stood (every id below it a safe cursor); the
+        // later ones come from the source, in id order, past any gap it still waits for.
+        const replay = later.filter((e) => e.eventID <= upTo);
         const live = held.filter((e) => e.eventID > upTo);
         replaying = false;
         this.metrics?.sent(replay.length + live.length);

@@ -287,14 +287,23 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     async replace(caller: Caller, sql: Sql, id: number, values: Values): Promise<Replaced<Rec>> {
       requirePermission(caller, write);
       const claim = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
-      return checked(sql, caller, { id, mayCreate: true }, values, async (runner, current) => {
-        const update = updateStatement(resource, id, values, 'update', { ...context(caller), alsoSet: current && hooks.onChange?.(current) });
-        const [updated] = await writeRows(runner, update, values);
-        if (updated) return { record: fromRow(updated), created: false };
-        const [created] = await writeRows(runner, claim, values);
-        if (created) return { record: fromRow(created), created: true };
-        throw notFound(id);
-      });
+      const attempt = () =>
+        checked(sql, caller, { id, mayCreate: true }, values, async (runner, current): Promise<Replaced<Rec> | null> => {
+          const update = updateStatement(resource, id, values, 'update', { ...context(caller), alsoSet: current && hooks.onChange?.(current) });
+          const [updated] = await writeRows(runner, update, values);
+          if (updated) return { record: fromRow(updated), created: false };
+          const [created] = await writeRows(runner, claim, values);
+          return created ? { record: fromRow(created), created: true } : null;
+        });
+      // Neither updated nor created: no live record was there when the update looked, and no
+      // reservation when the claim did. A create of this id racing this PUT (a POST with it, or
+      // another PUT) explains both: its claim deleted the reservation, and this claim, waiting
+      // for that row, went on only once that create had committed (or found it committed). So
+      // the record is there now, and the same write again (the checks included, on the record as
+      // it is) updates it; a 404 only when there is still none, an id never handed out.
+      const replaced = (await attempt()) ?? (await attempt());
+      if (!replaced) throw notFound(id);
+      return replaced;
     },
 
     /** Changes the given fields of the live record (PATCH, a user's status: `action` names it in the audit log). */

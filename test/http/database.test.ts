@@ -194,6 +194,44 @@ describe('bounded waits on PostgreSQL (DB_LOCK_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_
     },
   );
 
+  external(
+    'no connection free in time (every one busy): 503 UNAVAILABLE with Retry-After saying overload, never logged as the database unavailable (REST and GraphQL)',
+    async () => {
+      // One connection, held by a write waiting (no lock timeout) for a row another session holds.
+      const target = await startTestService({ DB_POOL_SIZE: '1', DB_LOCK_TIMEOUT_MS: '0' });
+      const holder = new pg.Client({ connectionString: target.config.databaseUrl });
+      try {
+        const id = (await target.request('POST', '/user/', { body: { firstName: 'Busy', lastName: 'Pool' } })).body as number;
+        await holder.connect();
+        await holder.query('begin');
+        await holder.query('select id from users where id = $1 for update', [id]);
+        const waiting = target.request('PATCH', `/user/${id}`, { body: { firstName: 'Later' }, headers: { Attrs: 'firstName' } });
+        for (let tries = 0; ; tries++) {
+          const { rows } = await holder.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+          if (rows.length) break;
+          if (tries > 200) throw new Error('the write never waited for the lock');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        // These wait for the pool's one connection until POOL_ACQUIRE_TIMEOUT_MS, then give up.
+        const [rest, gql] = await Promise.all([target.request('GET', `/user/${id}`), target.graphql(`{ user(id: "${id}") { id } }`)]);
+        const message = 'the service has more requests than database connections just now; try again shortly';
+        expect(rest.status).toBe(503);
+        expect(rest.headers.get('retry-after')).toBe('5');
+        expect(rest.body).toMatchObject({ code: 503, error: 'UNAVAILABLE', message });
+        expect(gql.status).toBe(503);
+        expect(gql.headers.get('retry-after')).toBe('5');
+        expect(gql.body.errors[0]).toMatchObject({ message, extensions: { code: 'UNAVAILABLE' } });
+        await holder.query('rollback');
+        expect((await waiting).status).toBe(200);
+        const warnings = target.logLines.map((line) => JSON.parse(line)).filter((line) => line.level === 'warn');
+        expect(warnings).toEqual([]);
+      } finally {
+        await holder.end().catch(() => {});
+        await target.stop();
+      }
+    },
+  );
+
   external('a statement that runs longer than the statement timeout: 503 UNAVAILABLE, nothing changes', async () => {
     await whileUserLocked({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' }, async (quick, id) => {
       const rest = await quick.request('DELETE', `/user/${id}`);

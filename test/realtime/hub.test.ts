@@ -38,9 +38,9 @@ const event = (eventID: number, resource = 'role'): ChangeEvent => ({
   changes: {},
 });
 const roles = { matches: (e: ChangeEvent) => e.resource === 'role', sql: { where: "a.resource = 'role'", params: [] } };
-/** A Sql whose replay read answers `rows` after `wait` (and whose newest event is far ahead). */
+/** A Sql whose replay read answers `rows` after `wait` (and whose newest event is ahead of all of them, within the replay's span). */
 const sqlAnswering = (rows: () => ChangeEvent[], wait: Promise<void> = Promise.resolve()) =>
-  ({ rows: async (text: string) => (text.includes('max(id)') ? [{ newest: 1e9 }] : (await wait, rows())) }) as unknown as Sql;
+  ({ rows: async (text: string) => (text.includes('max(id)') ? [{ newest: 10_000 }] : (await wait, rows())) }) as unknown as Sql;
 const log = createLogger('silent');
 
 test(`a stream ${MAX_BEHIND} events behind is ended and its connection told (4408), not grown`, async () => {

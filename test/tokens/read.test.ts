@@ -269,6 +269,28 @@ describe('apply token id, then PUT', () => {
     expect(await svc.sql('select count(*)::int as n from tokens where id = ?', [id])).toEqual([{ n: 1 }]);
   });
 
+  test('PUTs racing a POST of the same applied id: never a 404; one creates, the others update (each checked against the token as it is)', async () => {
+    const userID = await makeUser();
+    for (let round = 0; round < 6; round++) {
+      const id = await applyTokenId();
+      const bodies = Array.from({ length: 7 }, (_, i) => ({ userID, accessToken: newAccessToken(), scope: `round-${round} writer-${i}` }));
+      const [post, ...puts] = await Promise.all([
+        call('POST', '/token/', { body: { id, ...bodies[0] } }),
+        ...bodies.slice(1).map((body) => call('PUT', `/token/${id}`, { body })),
+      ]);
+      expect(puts.map((put) => put.status).filter((status) => status !== 200 && status !== 201)).toEqual([]);
+      expect([post, ...puts].filter((reply) => reply.status === 201)).toHaveLength(1);
+      if (post.status !== 201) expect(post.status).toBe(409);
+      // One create; each update that followed moved the version by one; the token is the last one's.
+      const events = await svc.sql<{ action: string; scope: string }>(
+        `select action, changes -> 'scope' ->> 'after' as scope from audit_events where resource = 'token' and record_id = ? order by id`,
+        [id],
+      );
+      expect(events.map((e) => e.action)).toEqual(['apply', 'create', ...Array(events.length - 2).fill('update')]);
+      expect(await getToken(id)).toMatchObject({ id, userID, scope: events.at(-1)!.scope, version: String(events.length - 1) });
+    }
+  });
+
   test('the body of apply is optional and ignored; ids are never handed out twice', async () => {
     const a = await applyTokenId({ body: { anything: [1, 2] } });
     const created = await makeToken();

@@ -238,6 +238,36 @@ describe('apply id, then PUT', () => {
     expect(await svc.sql('select count(*)::int as n from users where id = ?', [id])).toEqual([{ n: 1 }]);
   });
 
+  test('PUTs racing a POST of the same applied id, or each other: never a 404; one creates, the others update; the record as the audit log tells', async () => {
+    const statuses: Record<string, number> = {};
+    // Ten rounds of a POST and eight PUTs at once, then four of eight PUTs alone.
+    for (let round = 0; round < 14; round++) {
+      const withPost = round < 10;
+      const id = (await svc.request('POST', '/apply/user/id/')).body as number;
+      const [post, ...puts] = await Promise.all([
+        withPost ? svc.request('POST', '/user/', { body: { id, firstName: 'Posted', lastName: `Round ${round}` } }) : null,
+        ...Array.from({ length: 8 }, (_, i) => svc.request('PUT', `/user/${id}`, { body: { firstName: `Put ${i}`, lastName: `Round ${round}` } })),
+      ]);
+      for (const [method, reply] of [...(post ? [['POST', post] as const] : []), ...puts.map((put) => ['PUT', put] as const)]) {
+        statuses[`${method} ${reply.status}`] = (statuses[`${method} ${reply.status}`] ?? 0) + 1;
+      }
+      // A PUT creates or updates; the POST creates, or finds the id taken by a PUT that created first (409).
+      for (const put of puts) expect([200, 201]).toContain(put.status);
+      if (post) expect([201, 409]).toContain(post.status);
+      const creators = [...(post?.status === 201 ? [post] : []), ...puts.filter((put) => put.status === 201)];
+      expect(creators).toHaveLength(1);
+      // The apply, one create, then the updates that changed something: folded in order, they are the record.
+      const events = await svc.sql<{ action: string; changes: Record<string, { after: unknown }> }>(
+        `select action, changes from audit_events where resource = 'user' and record_id = ? order by id`,
+        [id],
+      );
+      expect(events.map((e) => e.action)).toEqual(['apply', 'create', ...Array(events.length - 2).fill('update')]);
+      const told: Record<string, unknown> = {};
+      for (const { changes } of events) for (const [field, change] of Object.entries(changes)) told[field] = change.after;
+      expect(await getUser(id)).toMatchObject({ id, firstName: told.firstName, lastName: `Round ${round}` });
+    }
+  });
+
   test('ids are never handed out twice, by apply or create', async () => {
     const a = await svc.request('POST', '/apply/user/id/', { body: { anything: true } });
     const created = await createUser();
