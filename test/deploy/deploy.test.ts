@@ -20,7 +20,7 @@ const PROBES = ['/healthz', '/readyz'];
 test('the settings the service reads are found (the checks below compare against them)', () => {
   for (const name of ['DATABASE_URL', 'DATABASE_READ_URLS', 'TOKEN_KEY', 'MIGRATE', 'WORKERS', 'SHUTDOWN_DRAIN_MS', 'NODE_ENV', 'PORT', 'HOST'])
     expect(SETTINGS).toContain(name);
-  for (const path of PROBES) expect(read('src/app.ts')).toContain(`publicGet('${path}'`);
+  for (const path of PROBES) expect(read('src/app.ts')).toContain(`path: '${path}'`);
 });
 
 describe('Dockerfile', () => {
