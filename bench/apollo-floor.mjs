@@ -8,9 +8,11 @@
 // It measures how close to PostGraphile any service on this stack can come here
 // (docs/benchmarks.md#the-floor-of-the-stack).
 //
+//   FLOORS=1 npm run bench:compare      # beside the service, each case also as a share of its floor
+// or by hand, on the database a run of it left (uts_bench_service; export TOKEN_KEY before that run):
 //   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchus PORT=5731 node bench/apollo-floor.mjs
-//   wrk -t2 -c32 -d8s -s ../shared/bench/load.lua http://127.0.0.1:5731 -- us-gql-user   # or us-gql-patch
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/uts_bench_service PORT=5731 node bench/apollo-floor.mjs
+//   wrk -t2 -c32 -d8s -s bench/compare/load.lua http://127.0.0.1:5731 -- us-gql-user   # or us-gql-patch
 import { ApolloServer } from '@apollo/server';
 import { koaMiddleware } from '@as-integrations/koa';
 import { GraphQLError } from 'graphql';

@@ -4,9 +4,11 @@
 // metrics, CORS, Host check, error mapping, presenter, read cache. It measures how close to raw
 // node:http + pg any service on Koa can come here (docs/benchmarks.md#the-floor-of-the-stack).
 //
+//   FLOORS=1 npm run bench:compare      # beside the service, each case also as a share of its floor
+// or by hand, on the database a run of it left (uts_bench_service; export TOKEN_KEY before that run):
 //   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchus PORT=5730 node bench/koa-floor.mjs
-//   wrk -t2 -c32 -d8s -s ../shared/bench/load.lua http://127.0.0.1:5730 -- us-user
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/uts_bench_service PORT=5730 node bench/koa-floor.mjs
+//   wrk -t2 -c32 -d8s -s bench/compare/load.lua http://127.0.0.1:5730 -- us-user
 import Router from '@koa/router';
 import Koa from 'koa';
 import { pool, tokenOf } from './floor.mjs';

@@ -1,18 +1,18 @@
-// Writes ../shared/bench/us-seed.sql adapted to secrets at rest (SPEC §9): the same users,
+// Writes bench/compare/us-seed.sql adapted to secrets at rest (SPEC §9): the same users,
 // applications, roles and links, and the same tokens 'tok-<user>-<n>' (scope '*', no expiry), but
 // stored as the service stores them, keyed hash and ciphertext under TOKEN_KEY, since the table no
-// longer has plain columns. Needs a build (dist/) and the TOKEN_KEY the service will run with:
+// longer has plain columns. Needs a build (dist/) and the TOKEN_KEY the service will run with
+// (npm run bench:compare runs it so):
 //
 //   export TOKEN_KEY=$(node -e "console.log(require('crypto').randomBytes(32).toString('base64'))")
 //   node bench/us-seed-secrets.mjs > /tmp/us-seed-secrets.sql
-//   US_SEED=/tmp/us-seed-secrets.sql ../shared/bench/compare.sh     # TOKEN_KEY stays exported
 import { readFileSync } from 'node:fs';
 import { Keyring } from '../dist/src/tokens/secrets.js';
 
 const key = Buffer.from(process.env.TOKEN_KEY ?? '', 'base64');
 if (key.length !== 32) throw new Error('set TOKEN_KEY to 32 bytes in base64');
 const keyring = Keyring.of(key);
-const original = readFileSync(new URL('../../shared/bench/us-seed.sql', import.meta.url), 'utf8');
+const original = readFileSync(new URL('./compare/us-seed.sql', import.meta.url), 'utf8');
 const head = original.slice(0, original.indexOf('insert into tokens'));
 const hex = (buffer) => `'\\x${buffer.toString('hex')}'::bytea`;
 const out = [head];

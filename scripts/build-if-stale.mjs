@@ -1,5 +1,6 @@
 // Builds (tsc) only when a source is newer than the last build, so `npm start`, `npm run token`
-// and `npm run migrate` start about as fast as `node dist/src/main.js` once built. Sources: src/,
+// and `npm run migrate` start about as fast as `node dist/src/main.js` once built (and run in the
+// container image, which has dist/ and no sources). Sources: src/,
 // the MikroORM config, the tsconfig files and package.json. The stamp is written after a
 // successful build only, dated when the build started: a file edited while tsc ran is newer and
 // gets built next time. Hand-written: a build tool's watch/incremental modes answer a different
@@ -25,6 +26,9 @@ function newest(path) {
 }
 
 export function isStale() {
+  // A copy of the built service without its sources (the container image: dist/ and the production
+  // dependencies, no compiler) has nothing to build from: its dist/ is the build.
+  if (!existsSync(join(root, 'src'))) return false;
   const sources = ['src', 'mikro-orm.config.ts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((p) => join(root, p));
   const built = existsSync(stamp) ? statSync(stamp).mtimeMs : 0;
   return built === 0 || Math.max(...sources.map(newest)) > built;

@@ -10,10 +10,10 @@ import { localExplorer } from './graphql/explorer.js';
 import { GRAPHQL_METHODS, type GraphQLEndpoint } from './graphql/server.js';
 import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
-import { docsPage, serviceVersion } from './http/docs.js';
+import { docsPage, servicePackage } from './http/docs.js';
 import { requestEdge } from './http/middleware.js';
 import { openApiDocument } from './http/openapi.js';
-import { mountRoutes, type Method, type RouteSpec } from './http/routes.js';
+import { mountRoutes, type ApiTag, type DocumentedRoute, type RouteSpec } from './http/routes.js';
 import { linkRoutes } from './links/link.routes.js';
 import type { Logger } from './observability/log.js';
 import type { Metrics } from './observability/metrics.js';
@@ -52,6 +52,102 @@ export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: str
   ];
 }
 
+const SERVICE_TAG: ApiTag = {
+  name: 'service',
+  description: 'Health probes, metrics and this document: at the root (never below BASE_PATH), without a token.',
+};
+
+/** What the probes and documents answer from. */
+interface PublicDeps {
+  ready: () => Promise<boolean>;
+  stopping: () => boolean;
+  metrics: Metrics | null;
+  document: unknown;
+  docsPage: Middleware<AppState>;
+}
+
+/** A probe or document: served at the root (never below BASE_PATH), without a token. */
+interface PublicRoute extends DocumentedRoute {
+  /** Served only with this setting on. */
+  onlyWith?: 'metrics';
+  serve(deps: PublicDeps): Middleware<AppState>;
+}
+
+const PUBLIC_ROUTES: readonly PublicRoute[] = [
+  {
+    method: 'GET',
+    path: '/healthz',
+    docs: { tag: SERVICE_TAG, summary: 'Liveness', description: 'Answers `{"status":"ok"}` while the process serves requests, whatever the database does.' },
+    serve: () => (ctx) => {
+      ctx.body = { status: 'ok' };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/readyz',
+    docs: {
+      tag: SERVICE_TAG,
+      summary: 'Readiness',
+      description:
+        'Answers `{"status":"ready"}` when the database answers and every migration has run; 503 otherwise, and while the service ' +
+        'drains before a stop (SHUTDOWN_DRAIN_MS).',
+    },
+    serve:
+      ({ ready, stopping }) =>
+      async (ctx) => {
+        if (stopping()) throw AppError.unavailable('the service is stopping');
+        if (!(await ready())) throw AppError.unavailable('the database is unreachable or not migrated');
+        ctx.body = { status: 'ready' };
+      },
+  },
+  {
+    method: 'GET',
+    path: '/metrics',
+    onlyWith: 'metrics',
+    docs: {
+      tag: SERVICE_TAG,
+      summary: 'Prometheus metrics',
+      description: 'Requests by method, route and status, GraphQL operations, the database pool, subscriptions and the process (METRICS=false turns it off).',
+    },
+    serve: ({ metrics }) => metrics!.endpoint,
+  },
+  {
+    method: 'GET',
+    path: '/openapi.json',
+    docs: {
+      tag: SERVICE_TAG,
+      summary: 'This document',
+      description: 'The OpenAPI 3.1 document of the REST API, built from the route table and the resource definitions.',
+    },
+    serve:
+      ({ document }) =>
+      (ctx) => {
+        ctx.body = document;
+      },
+  },
+  {
+    method: 'GET',
+    path: '/docs',
+    docs: {
+      tag: SERVICE_TAG,
+      summary: 'This document, rendered',
+      description: 'An HTML reference rendered from `/openapi.json` by Swagger UI, served by the service itself (no CDN).',
+    },
+    serve: ({ docsPage }) => docsPage,
+  },
+];
+
+/** The probes and documents a service with these settings serves. */
+const publicRoutes = (config: Pick<Config, 'metrics'>) => PUBLIC_ROUTES.filter((route) => route.onlyWith !== 'metrics' || config.metrics);
+
+/**
+ * The OpenAPI document of a service with these settings: `/openapi.json`, and `npm run openapi`,
+ * which builds it without a database (the route tables only hold their services' functions).
+ */
+export function serviceDocument(config: Pick<Config, 'basePath' | 'metrics'>, services: Services): Record<string, unknown> {
+  return openApiDocument({ api: apiRoutes({ services }, config.basePath), public: publicRoutes(config), basePath: config.basePath }, servicePackage());
+}
+
 /**
  * The Koa application, one pipeline for every request: the edge (request id, CORS, HTTP edge checks,
  * error answers, the request log and metrics); then the health probes and documents, GraphQL, and the REST
@@ -71,30 +167,11 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
   );
 
   const health = new Router<AppState>();
-  const publicRoutes: { method: Method; path: string }[] = [];
-  const publicGet = (path: string, handle: Middleware<AppState>) => {
-    health.get(path, handle);
-    publicRoutes.push({ method: 'GET', path });
-  };
-  publicGet('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-  publicGet('/readyz', async (ctx) => {
-    if (stopping()) throw AppError.unavailable('the service is stopping');
-    if (!(await db.ready())) throw AppError.unavailable('the database is unreachable or not migrated');
-    ctx.body = { status: 'ready' };
-  });
-  if (metrics) publicGet('/metrics', metrics.endpoint);
-  const api = apiRoutes({ services }, config.basePath);
-  const document = openApiDocument(
-    { api, public: [...publicRoutes, { method: 'GET', path: '/openapi.json' }, { method: 'GET', path: '/docs' }], basePath: config.basePath },
-    { version: serviceVersion() },
-  );
-  publicGet('/openapi.json', (ctx) => {
-    ctx.body = document;
-  });
   const docs = docsPage();
-  publicGet('/docs', docs.page);
+  const served = publicRoutes({ metrics: metrics !== null });
+  const document = serviceDocument({ basePath: config.basePath, metrics: metrics !== null }, services);
+  const deps: PublicDeps = { ready: () => db.ready(), stopping, metrics, document, docsPage: docs.page };
+  for (const route of served) health.get(route.path, route.serve(deps));
   app.use(docs.assets);
   // The local GraphQL explorer goes with introspection (off in production unless asked for).
   if (config.graphqlIntrospection) app.use(localExplorer());
@@ -106,7 +183,7 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
   graphQL.all('/graphql', graphql.middleware);
   app.use(graphQL.routes());
 
-  const rest = mountRoutes(api, { db, readCache }, config.basePath);
+  const rest = mountRoutes(apiRoutes({ services }, config.basePath), { db, readCache }, config.basePath);
   app.use(rest.routes());
   app.use(rest.allowedMethods());
   routers.push(health, rest);

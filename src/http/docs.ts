@@ -38,15 +38,19 @@ window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking
   };
 }
 
-/** The service's version, from the package.json above this file (src/ in tests, dist/src/ when built). */
-export function serviceVersion(): string {
+/**
+ * The service's version and license, from the package.json above this file (src/ in tests,
+ * dist/src/ when built).
+ */
+export function servicePackage(): { version: string; license: string } {
   let dir = dirname(new URL(import.meta.url).pathname);
   for (let i = 0; i < 5; i++, dir = dirname(dir)) {
     try {
-      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string; license?: string };
+      return { version: pkg.version, license: pkg.license ?? 'UNLICENSED' };
     } catch {
       // not here: one level up
     }
   }
-  return '0.0.0';
+  return { version: '0.0.0', license: 'UNLICENSED' };
 }

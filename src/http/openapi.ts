@@ -10,7 +10,7 @@ import { tokens } from '../tokens/token.resource.js';
 import { USER_STATUS_BODY } from '../users/user.routes.js';
 import { users } from '../users/user.resource.js';
 import { CORS_EXPOSED_HEADERS } from './cors.js';
-import type { Method } from './routes.js';
+import type { ApiTag, DocumentedRoute } from './routes.js';
 
 /**
  * The OpenAPI 3.1 document of the REST API (docs/operations.md), built at start from the route table itself
@@ -170,8 +170,8 @@ function components(): Schema {
     schemas[`${resource.type}Patch`] = writeSchema(resource, 'patch');
   }
   const parameters = {
-    id: { name: 'id', in: 'path', required: true, schema: ref('Id') },
-    applicationID: { name: 'applicationID', in: 'path', required: true, schema: ref('Id') },
+    id: { name: 'id', in: 'path', required: true, schema: ref('Id'), description: 'The record’s id (a malformed one is a 400, not a 404)' },
+    applicationID: { name: 'applicationID', in: 'path', required: true, schema: ref('Id'), description: 'The application’s id' },
     filter: {
       name: 'filter',
       in: 'query',
@@ -221,7 +221,7 @@ function components(): Schema {
     'X-Total-Count': { schema: { type: 'integer' }, description: 'the number of matches' },
     Link: { schema: { type: 'string' }, description: 'RFC 8288: first, prev, next and last pages (left out when the request URL is over 2 KiB)' },
     Location: { schema: { type: 'string' }, description: 'the new record' },
-    'Preference-Applied': { schema: { type: 'string' } },
+    'Preference-Applied': { schema: { type: 'string' }, description: 'RFC 7240: the `return=…` preference the answer follows' },
     'X-Request-Id': { schema: { type: 'string' } },
     'Retry-After': { schema: { type: 'integer' } },
     'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer, with error="invalid_token" or error="insufficient_scope" and the needed scope' },
@@ -259,6 +259,9 @@ const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) =>
 const READ_ERRORS = [400, 401, 403, 404, 405, 413, 415, 503];
 const WRITE_ERRORS = [400, 401, 403, 404, 405, 409, 413, 415, 503];
 
+/** The header of an answer to a write that reads `Prefer`. */
+const PREFERENCE = { 'Preference-Applied': header('Preference-Applied') };
+
 /** Either the original's bare answer or, with `Prefer: return=representation`, the record. */
 const preferred = (bare: Schema, record: Schema) => json({ oneOf: [bare, record] });
 
@@ -266,10 +269,9 @@ const preferred = (bare: Schema, record: Schema) => json({ oneOf: [bare, record]
  * A list: a user's links (`withId`) or a top-level list, which also takes `deleted` (its records
  * then carry `deletedAt`).
  */
-function listOperation(summary: string, item: Schema, withId: boolean): Schema {
+function listOperation(item: Schema, withId: boolean): Schema {
   const records = withId ? item : { allOf: [item, { type: 'object', properties: { deletedAt: nullable(scalar('date'), true) } }] };
   return {
-    summary,
     parameters: [...(withId ? [param('id')] : []), param('filter'), param('orderBy'), param('page'), param('pageSize'), ...(withId ? [] : [param('deleted')])],
     responses: {
       200: {
@@ -282,91 +284,89 @@ function listOperation(summary: string, item: Schema, withId: boolean): Schema {
   };
 }
 
-/** What each route does, by `METHOD /template` (without BASE_PATH). */
+/**
+ * The parameters, bodies and answers of each route, by `METHOD /template` (without BASE_PATH); its
+ * tag, summary and description come with the route itself (RouteSpec.docs).
+ */
 function operations(): Map<string, Schema> {
   const ops = new Map<string, Schema>();
-  const write = (summary: string, body: Schema, record: Schema, extra: Schema[] = []) => ({
-    summary,
+  const write = (body: Schema, record: Schema, extra: Schema[] = []) => ({
     parameters: [param('id'), param('Prefer'), ...extra],
     requestBody: { required: true, content: json(body) },
     responses: {
-      200: { description: '`1`, or the record with Prefer: return=representation', content: preferred(ref('One'), record) },
+      200: { description: '`1`, or the record with Prefer: return=representation', headers: PREFERENCE, content: preferred(ref('One'), record) },
       ...errors(...WRITE_ERRORS),
     },
   });
   for (const { path: rPath, resource } of RESOURCES) {
     const r = { path: rPath, schema: resource.type, label: resource.label };
-    ops.set(`GET ${r.path}`, listOperation(`List ${r.label}s`, ref(r.schema), false));
+    ops.set(`GET ${r.path}`, listOperation(ref(r.schema), false));
     ops.set(`POST ${r.path}`, {
-      summary: `Create a ${r.label} (with an id reserved by apply, or the next id)`,
       parameters: [param('Prefer')],
       requestBody: { required: true, content: json(ref(`${r.schema}Create`)) },
       responses: {
         201: {
           description: 'The new id, or the record with Prefer: return=representation',
-          headers: { Location: header('Location') },
+          headers: { Location: header('Location'), ...PREFERENCE },
           content: preferred(ref('Id'), ref(r.schema)),
         },
         ...errors(...WRITE_ERRORS),
       },
     });
     ops.set(`GET ${r.path}/{id}`, {
-      summary: `Get a ${r.label}`,
       parameters: [param('id')],
       responses: { 200: { description: `The ${r.label}`, content: json(ref(r.schema)) }, ...errors(...READ_ERRORS) },
     });
-    const replace = write(`Replace a ${r.label} (creates it on a reserved id)`, ref(`${r.schema}Replace`), ref(r.schema));
+    const replace = write(ref(`${r.schema}Replace`), ref(r.schema));
     (replace.responses as Schema)[201] = {
       description: 'Created on a reserved id: `1`, or the record',
-      headers: { Location: header('Location') },
+      headers: { Location: header('Location'), ...PREFERENCE },
       content: preferred(ref('One'), ref(r.schema)),
     };
     ops.set(`PUT ${r.path}/{id}`, replace);
-    ops.set(`PATCH ${r.path}/{id}`, write(`Change some fields of a ${r.label}`, ref(`${r.schema}Patch`), ref(r.schema), [param('Attrs')]));
+    ops.set(`PATCH ${r.path}/{id}`, write(ref(`${r.schema}Patch`), ref(r.schema), [param('Attrs')]));
     ops.set(`DELETE ${r.path}/{id}`, {
-      summary: `Delete a ${r.label} (soft)`,
       parameters: [param('id')],
       responses: { 200: { description: '`1`', content: json(ref('One')) }, ...errors(...READ_ERRORS) },
     });
     ops.set(`POST ${r.path}/{id}/restore`, {
-      summary: `Restore a deleted ${r.label} (what its delete took with it stays deleted)`,
       parameters: [param('id'), param('Prefer')],
       responses: {
-        200: { description: '`1`, or the restored record with Prefer: return=representation', content: preferred(ref('One'), ref(r.schema)) },
+        200: {
+          description: '`1`, or the restored record with Prefer: return=representation',
+          headers: PREFERENCE,
+          content: preferred(ref('One'), ref(r.schema)),
+        },
         ...errors(400, 401, 403, 404, 409, 503),
       },
     });
     ops.set(`POST /apply${r.path}/id`, {
-      summary: `Reserve the next ${r.label} id`,
       requestBody: { required: false, content: json({ description: 'ignored' }) },
       responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(400, 401, 403, 405, 413, 415, 503) },
     });
   }
-  for (const method of ['PATCH', 'PUT']) ops.set(`${method} /user/{id}/status`, write('Set a user’s status', ref('UserStatus'), ref('User')));
+  for (const method of ['PATCH', 'PUT']) ops.set(`${method} /user/{id}/status`, write(ref('UserStatus'), ref('User')));
   const links = (kind: 'application' | 'role', item: string) => {
     const path = `/user/{id}/${kind}`;
-    ops.set(`GET ${path}`, listOperation(`List a user’s ${kind}s`, ref(item), true));
-    const change = (summary: string, status: number) => ({
-      summary,
+    ops.set(`GET ${path}`, listOperation(ref(item), true));
+    const change = (status: number) => ({
       parameters: [param('id')],
       requestBody: { required: true, content: json(ref('IdList')) },
       responses: { [status]: { description: 'How many links changed', content: json(ref('Count')) }, ...errors(...WRITE_ERRORS) },
     });
-    ops.set(`POST ${path}`, change(`Link ${kind}s to a user`, 201));
-    ops.set(`DELETE ${path}`, change(`Unlink ${kind}s from a user`, 200));
+    ops.set(`POST ${path}`, change(201));
+    ops.set(`DELETE ${path}`, change(200));
   };
   links('application', 'LinkedApplication');
   links('role', 'LinkedRole');
   ops.set('GET /user/{id}/application/{applicationID}', {
-    summary: 'Get a user’s link to an application',
     parameters: [param('id'), param('applicationID')],
     responses: { 200: { description: 'The link', content: json(ref('ApplicationLink')) }, ...errors(...READ_ERRORS) },
   });
-  const right = write('Set the right of a user’s link to an application', ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
+  const right = write(ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
   ops.set('PUT /user/{id}/application/{applicationID}', right);
-  ops.set('GET /audit', listOperation('The audit log (needs audit:read)', ref('AuditEvent'), false));
+  ops.set('GET /audit', listOperation(ref('AuditEvent'), false));
   ops.set('DELETE /token', {
-    summary: 'Revoke every live token matching the filter (an empty filter is a 400)',
     parameters: [{ ...param('filter'), required: true } as Schema],
     responses: {
       200: { description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)', content: json(ref('BulkRevocation')) },
@@ -375,12 +375,10 @@ function operations(): Map<string, Schema> {
   });
   const tokenBody = { required: true, content: { 'application/x-www-form-urlencoded': { schema: ref('TokenParameter') }, ...json(ref('TokenParameter')) } };
   ops.set('POST /oauth/introspect', {
-    summary: 'RFC 7662 token introspection (needs token:read)',
     requestBody: tokenBody,
     responses: { 200: { description: '`{"active": false}` for anything not live', content: json(ref('Introspection')) }, ...errors(400, 401, 403, 415, 503) },
   });
   ops.set('POST /oauth/revoke', {
-    summary: 'RFC 7009 token revocation (a token may always revoke itself; others need token:write)',
     requestBody: tokenBody,
     responses: {
       200: { description: 'Revoked, or nothing to revoke', content: json({ type: 'object', properties: { revoked: { type: 'integer', enum: [0, 1] } } }) },
@@ -388,7 +386,6 @@ function operations(): Map<string, Schema> {
     },
   });
   ops.set('GET /authorize/{applicationID}', {
-    summary: 'The original family’s authorization call: the token’s user and its right on the application',
     parameters: [param('applicationID')],
     responses: {
       200: {
@@ -401,44 +398,50 @@ function operations(): Map<string, Schema> {
   return ops;
 }
 
+/** The answers of the probes and documents (their docs are with the routes, in src/app.ts). */
 const PUBLIC: Record<string, Schema> = {
-  'GET /healthz': { summary: 'Liveness', responses: { 200: { description: '{"status":"ok"}', content: json({ type: 'object' }) } } },
+  'GET /healthz': { responses: { 200: { description: '{"status":"ok"}', content: json({ type: 'object' }) } } },
   'GET /readyz': {
-    summary: 'Readiness (database reachable, migrated)',
     responses: { 200: { description: '{"status":"ready"}', content: json({ type: 'object' }) }, 503: { $ref: '#/components/responses/E503' } },
   },
-  'GET /metrics': {
-    summary: 'Prometheus metrics',
-    responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } },
-  },
-  'GET /openapi.json': { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
-  'GET /docs': { summary: 'This document, rendered', responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
+  'GET /metrics': { responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+  'GET /openapi.json': { responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
+  'GET /docs': { responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
 };
 
 /**
  * The document of the routes served: `api` (the route table, below `basePath`) and `public` (the
- * probes and documents, at the root). A route without a description here is a bug that stops the start.
+ * probes and documents, at the root). Each route brings its tag, summary and description; a route
+ * whose parameters and answers are not described here is a bug that stops the start. Paths are
+ * written as the seed writes them (collections with a trailing slash: RouteDocs.trailingSlash).
  */
 export function openApiDocument(
-  served: { api: readonly { method: Method; path: string }[]; public: readonly { method: Method; path: string }[]; basePath: string },
-  info: { version: string },
+  served: { api: readonly DocumentedRoute[]; public: readonly DocumentedRoute[]; basePath: string },
+  info: { version: string; license: string },
 ): Schema {
   const ops = operations();
   const paths: Record<string, Record<string, Schema>> = {};
-  const describe = (method: Method, path: string, isPublic: boolean, prefix: string) => {
+  const tags = new Map<string, ApiTag>();
+  const describe = ({ method, path, docs }: DocumentedRoute, isPublic: boolean, prefix: string) => {
     const key = path.replace(/:([A-Za-z]+)/g, '{$1}');
     const id = `${method} ${key}`;
     const operation = isPublic ? PUBLIC[id] : ops.get(id);
     if (!operation) throw new Error(`OpenAPI: no description of ${id}`);
-    (paths[`${prefix}${key}`] ??= {})[method.toLowerCase()] = {
+    const known = tags.get(docs.tag.name);
+    if (known && known !== docs.tag) throw new Error(`OpenAPI: two tags named ${docs.tag.name}`);
+    tags.set(docs.tag.name, docs.tag);
+    (paths[`${prefix}${key}${docs.trailingSlash ? '/' : ''}`] ??= {})[method.toLowerCase()] = {
       operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, ''),
+      tags: [docs.tag.name],
+      summary: docs.summary,
+      description: docs.description,
       ...operation,
       ...(isPublic ? { security: [] } : {}),
       responses: { ...(operation.responses as Schema), ...(isPublic ? {} : { 401: { $ref: '#/components/responses/E401' } }) },
     };
   };
-  for (const route of served.public) describe(route.method, route.path, true, '');
-  for (const route of served.api) describe(route.method, route.path, false, served.basePath);
+  for (const route of served.public) describe(route, true, '');
+  for (const route of served.api) describe(route, false, served.basePath);
   return {
     openapi: '3.1.0',
     info: {
@@ -448,8 +451,15 @@ export function openApiDocument(
         'REST in the original service’s wire dialect: bare arrays with X-Total-Count and Link, bare ids and counts from writes, ' +
         'records with Prefer: return=representation. Errors are JSON objects. GraphQL is at /graphql. ' +
         `Browsers on an allowed origin may read these headers: ${CORS_EXPOSED_HEADERS.join(', ')}.`,
+      contact: { name: 'The maintainers of the user and token service' },
+      license: { name: info.license },
     },
+    servers: [
+      { url: '/', description: 'The service that serves this document (paths below BASE_PATH carry it)' },
+      { url: 'http://127.0.0.1:4000', description: '`npm start` on this machine (the default HOST and PORT)' },
+    ],
     security: [{ bearer: [] }],
+    tags: [...tags.values()],
     paths,
     components: components(),
   };

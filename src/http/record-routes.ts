@@ -2,7 +2,7 @@ import { parseAttrs, parseId, parseWrite, requireObject } from '../resource/inpu
 import type { Resource } from '../resource/resource.js';
 import type { RecordService } from '../resource/service.js';
 import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './presenter.js';
-import type { RouteSpec } from './routes.js';
+import type { ApiTag, RouteSpec } from './routes.js';
 
 /**
  * The REST routes every record type shares (docs/rest.md#conventions): list, create (with a reserved id or not),
@@ -17,23 +17,54 @@ export function recordRoutes<R extends Resource>(options: {
   applyPath?: string;
   /** Reads of this resource may be served from the read cache. */
   cacheable?: boolean;
+  /** The OpenAPI tag of its routes. */
+  tag: ApiTag;
+  /** What the OpenAPI descriptions add about this resource: its writes' rules, what a delete takes with it, when a restore is refused. */
+  notes?: { write?: string; destroy?: string; restore?: string };
 }): RouteSpec[] {
-  const { path, basePath, service } = options;
+  const { path, basePath, service, tag, notes = {} } = options;
   const { resource } = service;
   const { read, write } = resource.permissions;
+  const { label } = resource;
+  // "an application", "a user" (its u is said "you").
+  const a = /^[aeio]/.test(label) ? `an ${label}` : `a ${label}`;
   const locationOf = (id: number) => `${basePath}${path}/${id}`;
+  const writable = resource.writable.map(([name]) => `\`${name}\``).join(', ');
+  const required = resource.writable.filter(([, f]) => f.required).map(([name]) => `\`${name}\``);
+  const rules = (withRequired: boolean) =>
+    [`Writable fields: ${writable}${withRequired && required.length ? `; ${required.join(' and ')} required` : ''}.`, notes.write].filter(Boolean).join(' ');
+  const needs = (permission: string) => `Needs \`${permission}\`.`;
+  const reserved = options.applyPath ? ` an id reserved by \`POST ${options.applyPath}/\` and not used yet (0 or null: the next id)` : '';
   const routes: RouteSpec[] = [
     {
       method: 'GET',
       path,
       permission: read,
       cacheable: options.cacheable,
+      docs: {
+        tag,
+        trailingSlash: true,
+        summary: `List ${label}s`,
+        description:
+          `A page of live ${label}s as a bare JSON array; \`X-Total-Count\` has the number of matches and \`Link\` the first, prev, ` +
+          'next and last pages. `filter` (the expression or the JSON form), `orderBy`, `page` and `pageSize` are the list language ' +
+          `of docs/rest.md; \`deleted=only|include\` lists soft-deleted ${label}s too, each with \`deletedAt\`. ${needs(read)}`,
+      },
       handle: async (ctx, caller, sql) => sendList(ctx, await service.list(caller, sql, service.parseList({ ...listQuery(ctx), deleted: ctx.query.deleted }))),
     },
     {
       method: 'POST',
       path,
       permission: write,
+      docs: {
+        tag,
+        trailingSlash: true,
+        summary: `Create ${a}`,
+        description:
+          `Creates ${a} from the writable fields of the body (others are ignored; a writable field left out takes its default). ` +
+          `${rules(true)} ${reserved ? `The body may carry \`id\`:${reserved}; any other id is a 400, an existing one a 409. ` : ''}` +
+          `Answers 201 with \`Location\` and the new id, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+      },
       async handle(ctx, caller, sql) {
         const values = parseWrite(resource, ctx.request.body, 'create');
         // Ids in bodies are JSON numbers (docs/rest.md#conventions); `0` and `null` mean no id (Go's zero value,
@@ -49,6 +80,11 @@ export function recordRoutes<R extends Resource>(options: {
       path: `${path}/:id`,
       permission: read,
       cacheable: options.cacheable,
+      docs: {
+        tag,
+        summary: `Get ${a}`,
+        description: `The live ${label} with this id; 404 when there is none or it is deleted. ${needs(read)}`,
+      },
       handle: async (ctx, caller, sql) => {
         ctx.body = await service.get(caller, sql, parseId(ctx.params.id));
       },
@@ -57,6 +93,14 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'PUT',
       path: `${path}/:id`,
       permission: write,
+      docs: {
+        tag,
+        summary: `Replace ${a}`,
+        description:
+          `Writes every writable field from the body (a field left out takes its default). ${rules(true)} ` +
+          `${reserved ? `On${reserved.replace(/ \(0 or null: the next id\)$/, '')}, creates the ${label} (201 with \`Location\`). ` : ''}` +
+          `Answers \`1\`, or the record with \`Prefer: return=representation\`; 404 when no live ${label} has this id. ${needs(write)}`,
+      },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const { record, created } = await service.replace(caller, sql, id, parseWrite(resource, ctx.request.body, 'replace'));
@@ -68,6 +112,14 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'PATCH',
       path: `${path}/:id`,
       permission: write,
+      docs: {
+        tag,
+        summary: `Change some fields of ${a}`,
+        description:
+          'Writes the writable fields present in the body. With `Attrs`, exactly the fields it names, from the body: a named field ' +
+          'missing from the body takes its default, read-only names are skipped, any other name is a 400. ' +
+          `${rules(false)} Answers \`1\` (also when nothing changed), or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+      },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const values = parseWrite(resource, ctx.request.body, 'patch', parseAttrs(ctx.get('Attrs') || undefined, resource));
@@ -78,6 +130,13 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'DELETE',
       path: `${path}/:id`,
       permission: write,
+      docs: {
+        tag,
+        summary: `Delete ${a}`,
+        description:
+          `Soft-deletes the ${label}: it leaves every read, list and count, and \`POST ${path}/{id}/restore\` brings it back. ` +
+          `${notes.destroy ? `${notes.destroy} ` : ''}Answers \`1\`; 404 when no live ${label} has this id. ${needs(write)}`,
+      },
       async handle(ctx, caller, sql) {
         await service.destroy(caller, sql, parseId(ctx.params.id));
         sendCount(ctx, 1);
@@ -88,6 +147,13 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'POST',
       path: `${path}/:id/restore`,
       permission: write,
+      docs: {
+        tag,
+        summary: `Restore a deleted ${label}`,
+        description:
+          `Brings a soft-deleted ${label} back; what its delete took with it stays deleted. 409 when it is not deleted. ` +
+          `${notes.restore ? `${notes.restore} ` : ''}Answers \`1\`, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+      },
       handle: async (ctx, caller, sql) => sendUpdated(ctx, await service.restore(caller, sql, parseId(ctx.params.id))),
     },
   ];
@@ -96,6 +162,15 @@ export function recordRoutes<R extends Resource>(options: {
       method: 'POST',
       path: options.applyPath,
       permission: write,
+      docs: {
+        tag,
+        trailingSlash: true,
+        summary: `Reserve the next ${label} id`,
+        description:
+          `Takes the next id from the sequence that creating ${a} uses; no id is handed out twice. Create the ${label} with it by ` +
+          `\`POST ${path}/\` with the \`id\` or by \`PUT ${path}/{id}\`: a create a client can safely retry. A body is optional and ` +
+          `ignored. Answers 201 with the id, a bare number. ${needs(write)}`,
+      },
       handle: async (ctx, caller, sql) => sendCount(ctx, await service.applyId(caller, sql), 201),
     });
   }

@@ -27,6 +27,34 @@ import { readBody, type BodyKind } from './middleware.js';
  */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/** An OpenAPI tag: the resource a route belongs to (Swagger UI and generated clients group operations by it). */
+export interface ApiTag {
+  name: string;
+  description: string;
+}
+
+/**
+ * What the OpenAPI document (src/http/openapi.ts) says of a route, kept with the route so that the
+ * two change together. The parameters and the request and response schemas are still derived in
+ * openapi.ts from the resource definitions.
+ */
+export interface RouteDocs {
+  tag: ApiTag;
+  /** One line: what the operation does (OpenAPI `summary`). */
+  summary: string;
+  /** What a caller needs to know beyond it: rules, effects, refusals, the permission (CommonMark). */
+  description: string;
+  /**
+   * The seed and docs/rest.md write this path with a trailing slash (a collection such as `/user/`,
+   * `/apply/user/id/`, `/user/{id}/status/`): the document names it so, for the clients generated
+   * from it. The service answers either form.
+   */
+  trailingSlash?: boolean;
+}
+
+/** A route as the OpenAPI document needs it. */
+export type DocumentedRoute = Pick<RouteSpec, 'method' | 'path' | 'docs'>;
+
 export interface RouteSpec {
   method: Method;
   /** Below BASE_PATH, without a trailing slash: `/user/:id`. */
@@ -37,6 +65,8 @@ export interface RouteSpec {
   body?: BodyKind;
   /** Its answers may be served from the read cache (only reads whose answer depends on nothing but the data and the caller's scopes). */
   cacheable?: boolean;
+  /** Its tag, summary and description in the OpenAPI document. */
+  docs: RouteDocs;
   /**
    * Parses, calls a service function and presents. `sql` is where its statements run: for a GET,
    * the read path (a replica that has replayed everything committed before the request, else the

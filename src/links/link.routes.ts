@@ -1,5 +1,5 @@
 import { listQuery, sendCount, sendList, sendUpdated } from '../http/presenter.js';
-import type { RouteSpec } from '../http/routes.js';
+import type { ApiTag, RouteSpec } from '../http/routes.js';
 import { compileList, type Page } from '../list/list.js';
 import { field } from '../resource/field.js';
 import { parseId, parseWrite } from '../resource/input.js';
@@ -21,6 +21,11 @@ const presentLink = (link: ApplicationLinkRecord) => ({
 /** An item of GET /user/{id}/application/: the application, with the link's right. */
 const presentLinkedApplication = (link: ApplicationLinkRecord) => ({ ...link.application, right: link.right });
 
+const TAG: ApiTag = {
+  name: 'links',
+  description: 'A user’s links to applications (each with a numeric `right`) and to roles: list, link, unlink, and an application link’s `right`.',
+};
+
 /** What the routes of one kind of link (applications, roles) call, and how a listed item looks. */
 interface LinkKind<T> {
   /** `application` in /user/{id}/application and in the body's `applicationIDs`. */
@@ -36,12 +41,25 @@ interface LinkKind<T> {
 function linkListRoutes<T>(kind: LinkKind<T>): RouteSpec[] {
   const path = `/user/:id/${kind.target}`;
   const idsField = `${kind.target}IDs`;
+  const { target } = kind;
+  const ids = (unknown: string) =>
+    `The body is a JSON array of at most 1000 ${target} ids; duplicates count once. ${unknown} 404 when no live user has the path's id. ` +
+    'Needs `user:write`.';
   return [
     {
       method: 'GET',
       path,
       permission: 'user:read',
       cacheable: true,
+      docs: {
+        tag: TAG,
+        trailingSlash: true,
+        summary: `List a user’s ${target}s`,
+        description:
+          `A page of the live ${target}s linked to the user${target === 'application' ? ', each with the link’s `right`' : ''}, as a bare JSON ` +
+          'array with `X-Total-Count` and `Link`; the list language of docs/rest.md over the linked record’s fields' +
+          `${target === 'application' ? ' and `right`' : ''}. 404 when no live user has this id. Needs \`user:read\`.`,
+      },
       async handle(ctx, caller, sql) {
         sendList(ctx, await kind.list(caller, sql, parseId(ctx.params.id), compileList(listQuery(ctx), kind.listFields)), kind.present);
       },
@@ -50,6 +68,14 @@ function linkListRoutes<T>(kind: LinkKind<T>): RouteSpec[] {
       method: 'POST',
       path,
       permission: 'user:write',
+      docs: {
+        tag: TAG,
+        trailingSlash: true,
+        summary: `Link ${target}s to a user`,
+        description:
+          `Links the user to the ${target}s of the body; ids already linked are left alone${target === 'application' ? ', a new link starts with `right` 0' : ''}. ` +
+          `Answers 201 with how many links were made. ${ids(`If any id names no live ${target}, nothing is linked and the 400 lists the unknown ids;`)}`,
+      },
       async handle(ctx, caller, sql) {
         sendCount(ctx, await kind.link(caller, sql, parseId(ctx.params.id), parseIdList(ctx.request.body, idsField)), 201);
       },
@@ -58,6 +84,12 @@ function linkListRoutes<T>(kind: LinkKind<T>): RouteSpec[] {
       method: 'DELETE',
       path,
       permission: 'user:write',
+      docs: {
+        tag: TAG,
+        trailingSlash: true,
+        summary: `Unlink ${target}s from a user`,
+        description: `Removes the user's links to the ${target}s of the body; an id not linked (or of no ${target}) is left alone. Answers how many links were removed. ${ids('')}`,
+      },
       async handle(ctx, caller, sql) {
         sendCount(ctx, await kind.unlink(caller, sql, parseId(ctx.params.id), parseIdList(ctx.request.body, idsField)));
       },
@@ -81,6 +113,11 @@ export function linkRoutes(links: LinkService): RouteSpec[] {
       path: '/user/:id/application/:applicationID',
       permission: 'user:read',
       cacheable: true,
+      docs: {
+        tag: TAG,
+        summary: 'Get a user’s link to an application',
+        description: 'The link, with its `right`; 404 when the user is not linked to the application (or either is not live). Needs `user:read`.',
+      },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         ctx.body = presentLink(await links.getApplicationLink(caller, sql, id, parseId(ctx.params.applicationID, 'applicationID')));
@@ -90,6 +127,13 @@ export function linkRoutes(links: LinkService): RouteSpec[] {
       method: 'PUT',
       path: '/user/:id/application/:applicationID',
       permission: 'user:write',
+      docs: {
+        tag: TAG,
+        summary: 'Set the right of a user’s link to an application',
+        description:
+          'Sets the link’s `right` (any safe integer: the original service’s RBAC bit mask). Never creates a link: 404 when the user is ' +
+          'not linked to the application. Answers `1`, or the link with `Prefer: return=representation`. Needs `user:write`.',
+      },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
         const applicationId = parseId(ctx.params.applicationID, 'applicationID');

@@ -62,6 +62,18 @@ interface Parsed {
   deepestAt: number;
 }
 
+/**
+ * The operator each condition of a translated filter was written with (`ge` for `{"gte": …}`,
+ * `EQ` for `{"isNull": true}` from `x EQ null`), keyed by the condition's operator object, so that
+ * list.ts names the operator as the user wrote it in an error (`filter.createdAt.ge`). A side table
+ * rather than a field of the result: the filter stays the plain JSON form list.ts validates, and
+ * the entries go with the objects.
+ */
+const writtenOperators = new WeakMap<object, string>();
+
+/** The operator a condition object made by parseFilterExpression was written with; undefined for any other object. */
+export const operatorAsWritten = (condition: object): string | undefined => writtenOperators.get(condition);
+
 /** Why the text does not parse; caught in parseFilterExpression, never seen by callers. */
 class ExpressionError extends Error {}
 
@@ -241,9 +253,15 @@ class Parser {
       if (op !== 'eq' && op !== 'ne') {
         return fail(`null can only be compared with eq or ne, not ${quote(opToken.text)}, at position ${valueToken.at}`);
       }
-      return { filter: { [field]: { isNull: op === 'eq' } }, height: 1, deepestAt: fieldToken.at };
+      return { filter: { [field]: this.written({ isNull: op === 'eq' }, opToken.text) }, height: 1, deepestAt: fieldToken.at };
     }
-    return { filter: { [field]: { [op]: value } }, height: 1, deepestAt: fieldToken.at };
+    return { filter: { [field]: this.written({ [op]: value }, opToken.text) }, height: 1, deepestAt: fieldToken.at };
+  }
+
+  /** `condition`, noted as written with `operator`. */
+  private written(condition: Record<string, unknown>, operator: string): Record<string, unknown> {
+    writtenOperators.set(condition, operator);
+    return condition;
   }
 
   /** A value token's value; null for the word `null`. */

@@ -1,5 +1,5 @@
 import { AppError, type FieldProblem } from '../errors.js';
-import { parseFilterExpression } from './expression.js';
+import { operatorAsWritten, parseFilterExpression } from './expression.js';
 import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checked } from '../shared/values.js';
 
 /**
@@ -407,9 +407,11 @@ function compileCondition(field: ListField, value: unknown, at: string, state: F
   }
   const conditions: SqlFragment[] = [];
   const column = field.column;
+  // A condition of the expression form is named by the operator written there (`ge`, not `gte`).
+  const written = operatorAsWritten(value);
   for (const [op, operand] of entries) {
     state.conditions += 1;
-    const here = `${at}.${op}`;
+    const here = `${at}.${written ?? op}`;
     if (!(OPERATORS as readonly string[]).includes(op)) {
       state.problems.push({ field: here, message: `unknown operator; use one of ${OPERATORS.join(', ')}` });
       continue;

@@ -1,6 +1,6 @@
 import { recordRoutes } from '../http/record-routes.js';
 import { sendUpdated } from '../http/presenter.js';
-import type { RouteSpec } from '../http/routes.js';
+import type { ApiTag, RouteSpec } from '../http/routes.js';
 import { parseId, parseWrite } from '../resource/input.js';
 import { defineBody } from '../resource/resource.js';
 import { field } from '../resource/field.js';
@@ -9,6 +9,11 @@ import type { UserService } from './user.service.js';
 /** The body of the status setter: `{"status": n}`. */
 export const USER_STATUS_BODY = defineBody({ status: field.int32({ required: true }) });
 
+const TAG: ApiTag = {
+  name: 'users',
+  description: 'User records (the seed’s User): create, read, update, patch, status, delete, restore, and reserving an id first.',
+};
+
 /** /user/… and /apply/user/id/, plus the status setter the seed gives as PATCH and as PUT. */
 export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
   const setStatus: RouteSpec['handle'] = async (ctx, caller, sql) => {
@@ -16,9 +21,28 @@ export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
     const { status } = parseWrite(USER_STATUS_BODY, ctx.request.body, 'create') as { status: number };
     sendUpdated(ctx, await users.updateStatus(caller, sql, id, status));
   };
+  const statusDocs = (method: string) => ({
+    tag: TAG,
+    trailingSlash: true,
+    summary: `Set a user’s status (${method})`,
+    description:
+      'Sets `status` (a 32-bit integer) and nothing else. The seed gives this call both as PATCH and as PUT, and both are served. ' +
+      'Answers `1`, or the user with `Prefer: return=representation`; 404 when no live user has this id. Needs `user:write`.',
+  });
   return [
-    ...recordRoutes({ path: '/user', basePath, service: users, applyPath: '/apply/user/id', cacheable: true }),
-    { method: 'PATCH', path: '/user/:id/status', permission: 'user:write', handle: setStatus },
-    { method: 'PUT', path: '/user/:id/status', permission: 'user:write', handle: setStatus },
+    ...recordRoutes({
+      path: '/user',
+      basePath,
+      service: users,
+      applyPath: '/apply/user/id',
+      cacheable: true,
+      tag: TAG,
+      notes: {
+        write: '`status` is a 32-bit integer, `ref` a safe integer; `password` and `rememberToken` are never written nor answered.',
+        destroy: 'Its tokens (they stop authenticating at once) and its application and role links go with it.',
+      },
+    }),
+    { method: 'PATCH', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PATCH'), handle: setStatus },
+    { method: 'PUT', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PUT'), handle: setStatus },
   ];
 }

@@ -91,6 +91,9 @@ test('/docs renders the OpenAPI document', async () => {
   await tab.goto(`${svc.running.url}/docs`);
   await tab.locator('.swagger-ui .info .title').getByText('User and token service').waitFor({ timeout: 20_000 });
   expect(await tab.locator('.opblock').count()).toBeGreaterThan(20);
+  // Grouped by resource, not all under "default".
+  const tags = await tab.locator('.opblock-tag').evaluateAll((headings) => headings.map((h) => h.getAttribute('data-tag')));
+  expect(tags).toEqual(['service', 'users', 'tokens', 'applications', 'roles', 'links', 'audit', 'token platform']);
   await tab.close();
 }, 60_000);
 

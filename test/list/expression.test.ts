@@ -176,6 +176,23 @@ describe('and, or, not', () => {
   });
 });
 
+describe("list.ts's errors name the operator as written", () => {
+  test.each([
+    ["createdAt ge 'yesterday'", 'filter.createdAt.ge: must be an ISO 8601'],
+    ["createdAt GE '2020-01-03'", 'filter.createdAt.GE: must be an ISO 8601'],
+    ["status le 'x'", 'filter.status.le: must be an integer'],
+    ['status eq 1 and lastName LT 5', 'filter.and[1].lastName.LT: must be a string'],
+  ])('%s → %s', (text, problem) => {
+    expect(listProblems(text)).toEqual([expect.stringContaining(problem)]);
+  });
+
+  test('the JSON form keeps its own names, even for an object equal to a translated one', () => {
+    expect(listProblems({ createdAt: { gte: 'yesterday' } })).toEqual([expect.stringMatching(/^filter\.createdAt\.gte: /)]);
+    const translated = filterOf("createdAt ge 'yesterday'");
+    expect(listProblems(JSON.parse(JSON.stringify(translated)))).toEqual([expect.stringMatching(/^filter\.createdAt\.gte: /)]);
+  });
+});
+
 describe('errors name the position and what was expected', () => {
   test.each([
     ['status == 1', 'expected an operator (eq, ne, gt, ge, lt, le) at position 8, found "=="'],

@@ -65,6 +65,14 @@ describe('filter', () => {
     expectBadRequest(await list('user', { filter: expression }), field, 'unknown field');
   });
 
+  test.each<[string, string, string, string]>([
+    ['a date that is no date', "createdAt ge 'yesterday'", 'filter.createdAt.ge', 'ISO 8601'],
+    ['a bare date (no time, no offset)', 'createdAt Lt 2020-01-03', 'filter.createdAt.Lt', 'ISO 8601'],
+    ['a text for a number, inside and', "status eq 1 and ref ne 'x'", 'filter.and[1].ref.ne', 'integer'],
+  ])('expression form: %s is a 400 naming the operator as written', async (_name, expression, field, message) => {
+    expectBadRequest(await list('user', { filter: expression }), field, message);
+  });
+
   test('field names in the JSON form and in orderBy match in any case', async () => {
     expect(dataIds(await list('user', { filter: inGroup({ LASTNAME: 'Smith' }) }))).toEqual(ids('anna'));
     expect(dataIds(await list('user', { filter: inGroup({ Status: { in: [1, 2] }, outkey: null }) }))).toEqual(ids('bob', 'dana'));

@@ -128,7 +128,9 @@ test('a field added to the users definition, and nowhere else, shows up in every
 
   // OpenAPI: the record, and both write bodies.
   const schemas = (
-    openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test' }) as { components: { schemas: Record<string, { properties: object }> } }
+    openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test', license: 'UNLICENSED' }) as {
+      components: { schemas: Record<string, { properties: object }> };
+    }
   ).components.schemas;
   const withIt = Object.entries(schemas)
     .filter(([, s]) => s.properties && 'nickname' in s.properties)

@@ -14,6 +14,7 @@ const SLOW = [
   'http/browser.test.ts',
   'realtime/realtime.test.ts',
   'tokens/secrets.test.ts',
+  'deploy/image.test.ts',
 ];
 
 export default class SlowFirstSequencer extends TestSequencer {
