@@ -1,21 +1,23 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';
-import { ensureFirstToken } from './auth/bootstrap.js';
+import { ensureFirstToken } from './tokens/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
-import { graphQLSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
-import { createMetrics } from './observability/metrics.js';
+import { createMetrics } from './http/metrics.js';
 import { createReadCache } from './read-cache/store.js';
 import { openEventSource, type EventSource } from './realtime/events.js';
 import { Hub } from './realtime/hub.js';
 import { sseEndpoint } from './realtime/sse.js';
 import { attachWebSockets } from './realtime/ws.js';
-import { createServices } from './services.js';
+import type { AnyModule } from './module/module.js';
+import { checkLiveCounts, databaseSchemaOf } from './module/registry.js';
+import { MODULES } from './modules.js';
+import { createServices, serviceSchema } from './services.js';
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -93,18 +95,22 @@ export interface StartOptions {
   onStatement?: StatementListener;
   /** Whether a stop was asked for while starting (a signal): a start waiting for its migrations gives up. */
   stopRequested?: () => boolean;
+  /** The modules to serve: src/modules.ts's MODULES, unless a test adds one of its own. */
+  modules?: readonly AnyModule[];
 }
 
 export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
-  const db = await openDatabase(config, { onStatement: options.onStatement, log });
+  const modules = options.modules ?? MODULES;
+  const db = await openDatabase(config, { schema: databaseSchemaOf(modules), onStatement: options.onStatement, log });
   let server: Server | undefined;
   let events: EventSource | undefined;
   try {
     if (config.migrate) {
-      const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
+      const ran = await db.migrate((note) => log.info(note));
       if (ran.length) log.info('migrations applied', { migrations: ran });
+      await checkLiveCounts(db.sql, modules);
     }
-    const services = createServices(db.keyring);
+    const services = createServices(db.keyring, modules);
     const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites);
     const metrics = config.metrics ? createMetrics(db) : null;
     // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
@@ -112,11 +118,11 @@ export async function startService(config: Config, log: Logger = createLogger(co
     events = openEventSource({ sql: db.sql, log });
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
-    const schema = await graphQLSchema();
+    const schema = await serviceSchema(modules);
     const sse = sseEndpoint({ schema, db, services, hub, log });
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
+    const graphql = await createGraphQL({ schema, db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
     let draining = false;
-    const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
+    const listener: RequestListener = createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.
@@ -190,7 +196,10 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // token, so the next start still makes and prints the first one.
     // MIGRATE=false: the migrations are a step of their own (`npm run migrate`); until it has run,
     // the service listens and /readyz answers 503.
-    if (!config.migrate) await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
+    if (!config.migrate) {
+      await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
+      if (!options.stopRequested?.()) await checkLiveCounts(db.sql, modules);
+    }
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
     const listening = server;

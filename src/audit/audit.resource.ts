@@ -1,9 +1,6 @@
+import { AUDIT_ACTIONS } from '../resource/audit.js';
 import { field } from '../resource/field.js';
 import { defineResource, type RecordOf } from '../resource/resource.js';
-
-/** What a write did (docs/rest.md#audit-log). */
-export const AUDIT_ACTIONS = ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** The audit log: one row per record a successful write changed, appended in the write's transaction. */
 export const auditEvents = defineResource({

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
-import type { Keyring } from '../tokens/secrets.js';
+import type { Keyring } from '../db/keyring.js';
 import { headerCount, headerText } from '../shared/headers.js';
 import { bearerOf } from './bearer.js';
 import { parseScopes, type Caller } from './caller.js';

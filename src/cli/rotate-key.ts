@@ -1,6 +1,8 @@
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
+import { databaseSchemaOf } from '../module/registry.js';
+import { MODULES } from '../modules.js';
 import { rotateTokenKeys } from '../tokens/secret-rows.js';
 import type { Io } from './token.js';
 
@@ -30,7 +32,7 @@ export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, i
     const config = loadConfig(env);
     if (!config.tokenKey) throw new ConfigError('TOKEN_KEY must be set to the new key (32 bytes in base64) to rotate to');
     // A rotation may rewrite a large table: no statement timeout (lock waits stay bounded).
-    const db = await openDatabase({ ...config, statementTimeoutMs: 0 }, { shareEmbedded: true });
+    const db = await openDatabase({ ...config, statementTimeoutMs: 0 }, { schema: databaseSchemaOf(MODULES), shareEmbedded: true });
     try {
       // Migrating also checks the keys against every stored token; a service sharing its embedded
       // database migrated it and checked them already.

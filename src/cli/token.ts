@@ -1,8 +1,11 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { newAccessToken, SYSTEM_CALLER } from '../auth/bootstrap.js';
+import { SYSTEM_CALLER } from '../auth/caller.js';
+import { newAccessToken } from '../tokens/bootstrap.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
+import { databaseSchemaOf } from '../module/registry.js';
+import { MODULES } from '../modules.js';
 import { createServices } from '../services.js';
 import { AppError } from '../errors.js';
 import { parseWrite } from '../resource/input.js';
@@ -63,7 +66,7 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
     io.err(`--user must be a user id (a positive integer), got "${args.user}"\n${USAGE}\n`);
     return 2;
   }
-  const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
+  const db = await openDatabase(loadConfig(env), { schema: databaseSchemaOf(MODULES), shareEmbedded: true });
   try {
     // A service sharing its embedded database migrated it already.
     if (!db.shared) await db.migrate();

@@ -3,8 +3,41 @@ import type { FieldNode, GraphQLResolveInfo } from 'graphql';
 import type { Caller } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
-import type { Services } from '../services.js';
-import type { UserRecord } from '../users/user.resource.js';
+import type { RecordOf, Resource } from '../resource/resource.js';
+
+/**
+ * The services of the modules (src/modules.ts), each under its module's key (`users`), built once
+ * at start (src/module/registry.ts). Generic code sees them as values; a module's own adapters get
+ * their service typed through the module (src/module/module.ts: `serviceOf`).
+ */
+export type ServiceContainer = Readonly<Record<string, unknown>>;
+
+/** A service that reads live records by id, in one statement: what `Loaders.byId` batches. */
+interface RecordFinder {
+  resource: Resource;
+  findMany(caller: Caller, sql: Sql, ids: readonly number[]): Promise<readonly { id: number }[]>;
+}
+
+const isFinder = (service: unknown): service is RecordFinder =>
+  typeof service === 'object' && service !== null && 'resource' in service && typeof (service as RecordFinder).findMany === 'function';
+
+/** Each container's record finders by resource name (made once per container, on the first lookup). */
+const finders = new WeakMap<ServiceContainer, Map<string, RecordFinder>>();
+
+function finderOf(services: ServiceContainer, resource: Resource): RecordFinder {
+  let byName = finders.get(services);
+  if (!byName) {
+    byName = new Map(
+      Object.values(services)
+        .filter(isFinder)
+        .map((service) => [service.resource.name, service]),
+    );
+    finders.set(services, byName);
+  }
+  const finder = byName.get(resource.name);
+  if (!finder) throw new Error(`no service reads ${resource.name} records by id`);
+  return finder;
+}
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
@@ -15,7 +48,7 @@ export interface GraphQLContext {
   caller: Caller | null;
   /** The request's X-Request-Id, carried by every error of the answer. */
   requestId: string;
-  services: Services;
+  services: ServiceContainer;
   /** Where the operation's statements run: the primary (a mutation's transaction, once it opens one). */
   sql: Sql;
   /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
@@ -39,18 +72,31 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
-  readonly userById: DataLoader<number, UserRecord | null>;
+  private readonly records = new Map<string, DataLoader<number, unknown>>();
 
   constructor(
-    private readonly services: Services,
+    private readonly services: ServiceContainer,
     private readonly caller: Caller | null,
     private readonly sql: Sql,
-  ) {
-    this.userById = new DataLoader(async (ids) => {
-      const users = await services.users.findMany(this.requireCaller(), sql, ids);
-      const byId = new Map(users.map((u) => [u.id, u]));
-      return ids.map((id) => byId.get(id) ?? null);
-    });
+  ) {}
+
+  /**
+   * Live records of a resource by id (`Token.user`), through the service of the module that
+   * defines it: one statement for every id asked for in the response; null for an id with no live
+   * record. Made on its first use in the request.
+   */
+  byId<R extends Resource>(resource: R): DataLoader<number, (RecordOf<R> & { id: number }) | null> {
+    let loader = this.records.get(resource.name);
+    if (!loader) {
+      const finder = finderOf(this.services, resource);
+      loader = new DataLoader<number, unknown>(async (ids) => {
+        const found = await finder.findMany(this.requireCaller(), this.sql, ids);
+        const byId = new Map(found.map((record) => [record.id, record]));
+        return ids.map((id) => byId.get(id) ?? null);
+      });
+      this.records.set(resource.name, loader);
+    }
+    return loader as DataLoader<number, (RecordOf<R> & { id: number }) | null>;
   }
 
   private requireCaller(): Caller {

@@ -1,17 +1,8 @@
 import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, type BuildSchemaOptions, type PubSub } from 'type-graphql';
-import { applications } from '../applications/application.resource.js';
-import { auditResolver } from '../audit/audit.graphql.js';
-import { linkResolvers } from '../links/link.graphql.js';
-import { realtimeResolvers } from '../realtime/realtime.graphql.js';
-import { namedResolver } from '../resource/named.graphql.js';
-import { roles } from '../roles/role.resource.js';
-import { tokenResolvers } from '../tokens/token.graphql.js';
-import { userResolver } from '../users/user.graphql.js';
+import type { ClassType } from 'type-graphql';
 import { withPlainResolvers } from './plain-resolvers.js';
-
-let built: Promise<GraphQLSchema> | undefined;
 
 const NO_TOPICS: PubSub = {
   publish() {
@@ -23,29 +14,16 @@ const NO_TOPICS: PubSub = {
 };
 
 /**
- * The schema, emitted from the resources' GraphQL adapters (built once per process: type-graphql's
- * metadata is global). The adapters are defined in the order the schema lists their operations.
+ * The schema of the modules' GraphQL adapters (src/module/registry.ts: schemaOf, which makes each
+ * module's resolvers once per process: type-graphql's metadata is global). The schema lists
+ * operations in the order their resolvers were defined.
  */
-export function graphQLSchema(): Promise<GraphQLSchema> {
-  built ??= (() => {
-    const resolvers = [
-      namedResolver(applications, 'applications'),
-      auditResolver(),
-      namedResolver(roles, 'roles'),
-      userResolver(),
-      ...linkResolvers(),
-      ...tokenResolvers(),
-      ...realtimeResolvers(),
-    ] as const;
-    // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
-    // once the schema has subscriptions; ours give their own `subscribe` (events come from the
-    // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
-    return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS }).then(withPlainResolvers);
-  })();
-  return built;
+export function buildGraphQLSchema(resolvers: readonly ClassType[]): Promise<GraphQLSchema> {
+  // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
+  // once the schema has subscriptions; ours give their own `subscribe` (events come from the
+  // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
+  return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS }).then(withPlainResolvers);
 }
 
-/** schema.graphql as checked in at the repository root. */
-export async function schemaText(): Promise<string> {
-  return `${printSchema(await graphQLSchema())}\n`;
-}
+/** A schema as schema.graphql has it at the repository root. */
+export const schemaText = (schema: GraphQLSchema): string => `${printSchema(schema)}\n`;

@@ -8,7 +8,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { koaMiddleware } from '@as-integrations/koa';
-import { getOperationAST, Kind, parse, type DocumentNode, type OperationDefinitionNode, type Token } from 'graphql';
+import { getOperationAST, Kind, parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type Token } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -21,14 +21,12 @@ import type { Logger } from '../observability/log.js';
 import { GraphQLReadCache } from '../read-cache/graphql.js';
 import type { ReadCache } from '../read-cache/store.js';
 import type { SseEndpoint } from '../realtime/sse.js';
-import type { Services } from '../services.js';
-import { Loaders, type GraphQLContext } from './context.js';
+import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { executorGateway } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
 import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { operationPlugin } from './operation.js';
-import { graphQLSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
@@ -150,6 +148,8 @@ export interface GraphQLEndpoint {
  * introspection go together: on outside production, off in production unless GRAPHQL_INTROSPECTION=true.
  */
 export async function createGraphQL(deps: {
+  /** The modules' schema (src/module/registry.ts). */
+  schema: GraphQLSchema;
   db: Database;
   services: Services;
   log: Logger;
@@ -159,8 +159,7 @@ export async function createGraphQL(deps: {
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
 }): Promise<GraphQLEndpoint> {
-  const { db, services, log, introspection } = deps;
-  const schema = await graphQLSchema();
+  const { schema, db, services, log, introspection } = deps;
   const answers = deps.readCache ? new GraphQLReadCache(schema, deps.readCache) : null;
   const apollo = new ApolloServer<GraphQLContext>({
     gateway: executorGateway({ schema, sql: db.sql, log }),

@@ -1,6 +1,22 @@
 import { parseAttrs, parseId, parseWrite, requireObject } from '../resource/input.js';
 import type { Resource } from '../resource/resource.js';
 import type { RecordService } from '../resource/service.js';
+import {
+  errors,
+  header,
+  json,
+  listOperation,
+  param,
+  PREFERENCE,
+  preferred,
+  READ_ERRORS,
+  recordSchema,
+  ref,
+  WRITE_ERRORS,
+  writeOperation,
+  writeSchema,
+  type Schema,
+} from './openapi-schemas.js';
 import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './presenter.js';
 import type { ApiTag, RouteSpec } from './routes.js';
 
@@ -35,6 +51,12 @@ export function recordRoutes<R extends Resource>(options: {
     [`Writable fields: ${writable}${withRequired && required.length ? `; ${required.join(' and ')} required` : ''}.`, notes.write].filter(Boolean).join(' ');
   const needs = (permission: string) => `Needs \`${permission}\`.`;
   const reserved = options.applyPath ? ` an id reserved by \`POST ${options.applyPath}/\` and not used yet (0 or null: the next id)` : '';
+  const { type } = resource;
+  const record = ref(type);
+  const schemas = (...names: ('Create' | 'Replace' | 'Patch')[]): Record<string, Schema> => ({
+    [type]: recordSchema(resource),
+    ...Object.fromEntries(names.map((name) => [`${type}${name}`, writeSchema(resource, name === 'Patch' ? 'patch' : 'create', name === 'Create')])),
+  });
   const routes: RouteSpec[] = [
     {
       method: 'GET',
@@ -49,6 +71,8 @@ export function recordRoutes<R extends Resource>(options: {
           `A page of live ${label}s as a bare JSON array; \`X-Total-Count\` has the number of matches and \`Link\` the first, prev, ` +
           'next and last pages. `filter` (the expression or the JSON form), `orderBy`, `page` and `pageSize` are the list language ' +
           `of docs/rest.md; \`deleted=only|include\` lists soft-deleted ${label}s too, each with \`deletedAt\`. ${needs(read)}`,
+        operation: listOperation(record, false),
+        schemas: schemas(),
       },
       handle: async (ctx, caller, sql) => sendList(ctx, await service.list(caller, sql, service.parseList({ ...listQuery(ctx), deleted: ctx.query.deleted }))),
     },
@@ -64,6 +88,19 @@ export function recordRoutes<R extends Resource>(options: {
           `Creates ${a} from the writable fields of the body (others are ignored; a writable field left out takes its default). ` +
           `${rules(true)} ${reserved ? `The body may carry \`id\`:${reserved}; any other id is a 400, an existing one a 409. ` : ''}` +
           `Answers 201 with \`Location\` and the new id, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+        operation: {
+          parameters: [param('Prefer')],
+          requestBody: { required: true, content: json(ref(`${type}Create`)) },
+          responses: {
+            201: {
+              description: 'The new id, or the record with Prefer: return=representation',
+              headers: { Location: header('Location'), ...PREFERENCE },
+              content: preferred(ref('Id'), record),
+            },
+            ...errors(...WRITE_ERRORS),
+          },
+        },
+        schemas: schemas('Create'),
       },
       async handle(ctx, caller, sql) {
         const values = parseWrite(resource, ctx.request.body, 'create');
@@ -84,6 +121,8 @@ export function recordRoutes<R extends Resource>(options: {
         tag,
         summary: `Get ${a}`,
         description: `The live ${label} with this id; 404 when there is none or it is deleted. ${needs(read)}`,
+        operation: { parameters: [param('id')], responses: { 200: { description: `The ${label}`, content: json(record) }, ...errors(...READ_ERRORS) } },
+        schemas: schemas(),
       },
       handle: async (ctx, caller, sql) => {
         ctx.body = await service.get(caller, sql, parseId(ctx.params.id));
@@ -100,6 +139,8 @@ export function recordRoutes<R extends Resource>(options: {
           `Writes every writable field from the body (a field left out takes its default). ${rules(true)} ` +
           `${reserved ? `On${reserved.replace(/ \(0 or null: the next id\)$/, '')}, creates the ${label} (201 with \`Location\`). ` : ''}` +
           `Answers \`1\`, or the record with \`Prefer: return=representation\`; 404 when no live ${label} has this id. ${needs(write)}`,
+        operation: replaceOperation(ref(`${type}Replace`), record),
+        schemas: schemas('Replace'),
       },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
@@ -119,6 +160,8 @@ export function recordRoutes<R extends Resource>(options: {
           'Writes the writable fields present in the body. With `Attrs`, exactly the fields it names, from the body: a named field ' +
           'missing from the body takes its default, read-only names are skipped, any other name is a 400. ' +
           `${rules(false)} Answers \`1\` (also when nothing changed), or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+        operation: writeOperation(ref(`${type}Patch`), record, [param('Attrs')]),
+        schemas: schemas('Patch'),
       },
       async handle(ctx, caller, sql) {
         const id = parseId(ctx.params.id);
@@ -136,6 +179,7 @@ export function recordRoutes<R extends Resource>(options: {
         description:
           `Soft-deletes the ${label}: it leaves every read, list and count, and \`POST ${path}/{id}/restore\` brings it back. ` +
           `${notes.destroy ? `${notes.destroy} ` : ''}Answers \`1\`; 404 when no live ${label} has this id. ${needs(write)}`,
+        operation: { parameters: [param('id')], responses: { 200: { description: '`1`', content: json(ref('One')) }, ...errors(...READ_ERRORS) } },
       },
       async handle(ctx, caller, sql) {
         await service.destroy(caller, sql, parseId(ctx.params.id));
@@ -153,6 +197,14 @@ export function recordRoutes<R extends Resource>(options: {
         description:
           `Brings a soft-deleted ${label} back; what its delete took with it stays deleted. 409 when it is not deleted. ` +
           `${notes.restore ? `${notes.restore} ` : ''}Answers \`1\`, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+        operation: {
+          parameters: [param('id'), param('Prefer')],
+          responses: {
+            200: { description: '`1`, or the restored record with Prefer: return=representation', headers: PREFERENCE, content: preferred(ref('One'), record) },
+            ...errors(400, 401, 403, 404, 409, 503),
+          },
+        },
+        schemas: schemas(),
       },
       handle: async (ctx, caller, sql) => sendUpdated(ctx, await service.restore(caller, sql, parseId(ctx.params.id))),
     },
@@ -170,9 +222,24 @@ export function recordRoutes<R extends Resource>(options: {
           `Takes the next id from the sequence that creating ${a} uses; no id is handed out twice. Create the ${label} with it by ` +
           `\`POST ${path}/\` with the \`id\` or by \`PUT ${path}/{id}\`: a create a client can safely retry. A body is optional and ` +
           `ignored. Answers 201 with the id, a bare number. ${needs(write)}`,
+        operation: {
+          requestBody: { required: false, content: json({ description: 'ignored' }) },
+          responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(400, 401, 403, 405, 413, 415, 503) },
+        },
       },
       handle: async (ctx, caller, sql) => sendCount(ctx, await service.applyId(caller, sql), 201),
     });
   }
   return routes;
+}
+
+/** PUT of a record: a write, which creates the record on an id reserved by "apply id" (201). */
+function replaceOperation(body: Schema, record: Schema): Schema {
+  const operation = writeOperation(body, record);
+  (operation.responses as Schema)[201] = {
+    description: 'Created on a reserved id: `1`, or the record',
+    headers: { Location: header('Location'), ...PREFERENCE },
+    content: preferred(ref('One'), record),
+  };
+  return operation;
 }

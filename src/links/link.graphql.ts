@@ -31,11 +31,12 @@ import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from '../gr
 import { compileKeyset } from '../list/keyset.js';
 import { compileList } from '../list/list.js';
 import { parseId } from '../resource/input.js';
-import { namedTypes } from '../resource/named.graphql.js';
+import { namedTypes } from '../graphql/named.js';
+import type { GraphQLApi } from '../module/module.js';
 import { roles } from '../roles/role.resource.js';
 import { userTypes } from '../users/user.graphql.js';
 import type { UserRecord } from '../users/user.resource.js';
-import { APPLICATION_LINK_LIST_FIELDS, parseIdList, USER_ROLE_LIST_FIELDS } from './link.service.js';
+import { APPLICATION_LINK_LIST_FIELDS, parseIdList, USER_ROLE_LIST_FIELDS, type LinkService } from './link.service.js';
 
 /** A GraphQL ID list as the link service takes it: digits become numbers; anything else is left for the check to refuse. */
 const idValues = (ids: readonly string[]) => ids.map((id) => (/^[1-9]\d{0,15}$/.test(id) ? Number(id) : id));
@@ -46,7 +47,7 @@ const idValues = (ids: readonly string[]) => ids.map((id) => (/^[1-9]\d{0,15}$/.
  * /user/{id}/application/ and /role/. Built in a function: type-graphql's metadata is global, and
  * the schema lists operations in the order they are defined.
  */
-export function linkResolvers(): ClassType[] {
+export function linkResolvers(api: GraphQLApi<LinkService>): ClassType[] {
   const Application = namedTypes(applications);
   const Role = namedTypes(roles);
 
@@ -134,7 +135,7 @@ export function linkResolvers(): ClassType[] {
       requirePermission(caller, 'user:read');
       const userId = parseId(args.userID, 'userID');
       const applicationId = parseId(args.applicationID, 'applicationID');
-      return ctx.services.links.findApplicationLink(caller, ctx.sql, userId, applicationId);
+      return api.service(ctx).findApplicationLink(caller, ctx.sql, userId, applicationId);
     }
 
     @Mutation(() => Int, { description: 'Links the applications; answers how many links were created.' })
@@ -142,7 +143,7 @@ export function linkResolvers(): ClassType[] {
       const caller = callerOf(ctx);
       requirePermission(caller, 'user:write');
       const userId = parseId(args.id);
-      return ctx.services.links.linkApplications(caller, ctx.sql, userId, parseIdList(idValues(args.applicationIDs), 'applicationIDs'));
+      return api.service(ctx).linkApplications(caller, ctx.sql, userId, parseIdList(idValues(args.applicationIDs), 'applicationIDs'));
     }
 
     @Mutation(() => Int, { description: 'Unlinks the applications; answers how many links were removed.' })
@@ -150,7 +151,7 @@ export function linkResolvers(): ClassType[] {
       const caller = callerOf(ctx);
       requirePermission(caller, 'user:write');
       const userId = parseId(args.id);
-      return ctx.services.links.unlinkApplications(caller, ctx.sql, userId, parseIdList(idValues(args.applicationIDs), 'applicationIDs'));
+      return api.service(ctx).unlinkApplications(caller, ctx.sql, userId, parseIdList(idValues(args.applicationIDs), 'applicationIDs'));
     }
 
     @Mutation(() => ApplicationLinkType, { description: 'Sets the right of an existing link (never creates one).' })
@@ -159,7 +160,7 @@ export function linkResolvers(): ClassType[] {
       requirePermission(caller, 'user:write');
       const userId = parseId(args.id);
       const applicationId = parseId(args.applicationID, 'applicationID');
-      return ctx.services.links.updateApplicationLink(caller, ctx.sql, userId, applicationId, args.right);
+      return api.service(ctx).updateApplicationLink(caller, ctx.sql, userId, applicationId, args.right);
     }
 
     @Mutation(() => Int, { description: 'Links the roles; answers how many links were created.' })
@@ -167,7 +168,7 @@ export function linkResolvers(): ClassType[] {
       const caller = callerOf(ctx);
       requirePermission(caller, 'user:write');
       const userId = parseId(args.id);
-      return ctx.services.links.linkRoles(caller, ctx.sql, userId, parseIdList(idValues(args.roleIDs), 'roleIDs'));
+      return api.service(ctx).linkRoles(caller, ctx.sql, userId, parseIdList(idValues(args.roleIDs), 'roleIDs'));
     }
 
     @Mutation(() => Int, { description: 'Unlinks the roles; answers how many links were removed.' })
@@ -175,7 +176,7 @@ export function linkResolvers(): ClassType[] {
       const caller = callerOf(ctx);
       requirePermission(caller, 'user:write');
       const userId = parseId(args.id);
-      return ctx.services.links.unlinkRoles(caller, ctx.sql, userId, parseIdList(idValues(args.roleIDs), 'roleIDs'));
+      return api.service(ctx).unlinkRoles(caller, ctx.sql, userId, parseIdList(idValues(args.roleIDs), 'roleIDs'));
     }
   }
 
@@ -199,7 +200,7 @@ export function linkResolvers(): ClassType[] {
           const list = compileList(listInput(args), APPLICATION_LINK_LIST_FIELDS);
           const count = selects(info, 'total');
           const fields = { link: selectedFields(info, PAGE_RECORDS), application: selectedFields(info, [...PAGE_RECORDS, 'application']) };
-          return (caller, sql, ids) => ctx.services.links.listApplicationsForUsers(caller, sql, ids, list, count, fields);
+          return (caller, sql, ids) => api.service(ctx).listApplicationsForUsers(caller, sql, ids, list, count, fields);
         })
         .load(user.id);
     }
@@ -214,7 +215,7 @@ export function linkResolvers(): ClassType[] {
           const list = compileList(listInput(args), USER_ROLE_LIST_FIELDS);
           const count = selects(info, 'total');
           const fields = selectedFields(info, PAGE_RECORDS);
-          return (caller, sql, ids) => ctx.services.links.listRolesForUsers(caller, sql, ids, list, count, fields);
+          return (caller, sql, ids) => api.service(ctx).listRolesForUsers(caller, sql, ids, list, count, fields);
         })
         .load(user.id);
     }
@@ -237,7 +238,7 @@ export function linkResolvers(): ClassType[] {
           const keyset = compileKeyset(connectionInput(args), APPLICATION_LINK_LIST_FIELDS);
           const count = selects(info, 'totalCount');
           const fields = { link: selectedFields(info, CONNECTION_RECORDS), application: selectedFields(info, [...CONNECTION_RECORDS, 'application']) };
-          return (caller, sql, ids) => ctx.services.links.applicationConnectionsForUsers(caller, sql, ids, keyset, count, fields);
+          return (caller, sql, ids) => api.service(ctx).applicationConnectionsForUsers(caller, sql, ids, keyset, count, fields);
         })
         .load(user.id);
     }
@@ -260,7 +261,7 @@ export function linkResolvers(): ClassType[] {
           const keyset = compileKeyset(connectionInput(args), USER_ROLE_LIST_FIELDS);
           const count = selects(info, 'totalCount');
           const fields = selectedFields(info, CONNECTION_RECORDS);
-          return (caller, sql, ids) => ctx.services.links.roleConnectionsForUsers(caller, sql, ids, keyset, count, fields);
+          return (caller, sql, ids) => api.service(ctx).roleConnectionsForUsers(caller, sql, ids, keyset, count, fields);
         })
         .load(user.id);
     }

@@ -17,7 +17,7 @@ import { formatError, noteValueProblems } from '../graphql/errors.js';
 import { costProblem, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from '../graphql/limits.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import type { ChangeEvent } from './events.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 

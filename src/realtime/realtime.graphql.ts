@@ -1,12 +1,15 @@
 import { Arg, Ctx, Field, FieldResolver, ID, ObjectType, registerEnumType, Resolver, Root, Subscription, type ClassType } from 'type-graphql';
 import { SafeIntResolver } from 'graphql-scalars';
-import { SYSTEM_CALLER } from '../auth/bootstrap.js';
+import { SYSTEM_CALLER } from '../auth/caller.js';
 import { can, requirePermission, type Caller, type Permission } from '../auth/caller.js';
-import { AUDIT_ACTIONS } from '../audit/audit.resource.js';
+import { AUDIT_ACTIONS } from '../resource/audit.js';
 import { AppError } from '../errors.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTime } from '../graphql/scalars.js';
-import { namedTypes } from '../resource/named.graphql.js';
+import { namedTypes } from '../graphql/named.js';
+import type { NamedService } from '../resource/named.js';
+import type { TokenService } from '../tokens/token.service.js';
+import type { UserService } from '../users/user.service.js';
 import { parseId } from '../resource/input.js';
 import { applications } from '../applications/application.resource.js';
 import { roles } from '../roles/role.resource.js';
@@ -194,7 +197,7 @@ class TokenEventResolver {
   @FieldResolver(() => tokenTypes().Type, { nullable: true, description: 'As token(id) would answer it now: null once revoked or deleted. Needs token:read.' })
   token(@Root() event: TokenEvent, @Ctx() ctx: GraphQLContext) {
     requirePermission(callerOf(ctx), 'token:read');
-    return recordOf(event.event, () => ctx.services.tokens.find(SYSTEM_CALLER, ctx.sql, event.id));
+    return recordOf(event.event, () => (ctx.services.tokens as TokenService).find(SYSTEM_CALLER, ctx.sql, event.id));
   }
 }
 
@@ -235,13 +238,21 @@ export function realtimeResolvers(): ClassType[] {
   // Each event's record is read once on this instance, whoever subscribes (each subscriber's
   // permission is checked before): so as the service itself.
   return [
-    ...recordEvents({ definition: users, recordType: () => userTypes().Type, find: (ctx, id) => ctx.services.users.find(SYSTEM_CALLER, ctx.sql, id) }),
+    ...recordEvents({
+      definition: users,
+      recordType: () => userTypes().Type,
+      find: (ctx, id) => (ctx.services.users as UserService).find(SYSTEM_CALLER, ctx.sql, id),
+    }),
     ...recordEvents({
       definition: applications,
       recordType: () => namedTypes(applications).Type,
-      find: (ctx, id) => ctx.services.applications.find(SYSTEM_CALLER, ctx.sql, id),
+      find: (ctx, id) => (ctx.services.applications as NamedService).find(SYSTEM_CALLER, ctx.sql, id),
     }),
-    ...recordEvents({ definition: roles, recordType: () => namedTypes(roles).Type, find: (ctx, id) => ctx.services.roles.find(SYSTEM_CALLER, ctx.sql, id) }),
+    ...recordEvents({
+      definition: roles,
+      recordType: () => namedTypes(roles).Type,
+      find: (ctx, id) => (ctx.services.roles as NamedService).find(SYSTEM_CALLER, ctx.sql, id),
+    }),
     TokenEventResolver,
     LinkEventResolver,
   ];

@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import type { GraphQLContext } from '../graphql/context.js';
 import type { AppContext } from '../http/context.js';
 import type { Logger } from '../observability/log.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, type CloseReason, type Connection, type Hub } from './hub.js';
 import { EventResults, formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';

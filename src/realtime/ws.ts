@@ -13,7 +13,7 @@ import { AppError } from '../errors.js';
 import { answerOnSocket } from '../http/errors.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Logger } from '../observability/log.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
 import { formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';

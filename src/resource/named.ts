@@ -1,4 +1,3 @@
-import type { Resource as ResourceName } from '../auth/caller.js';
 import { AppError } from '../errors.js';
 import { field } from './field.js';
 import { defineResource, type RecordOf } from './resource.js';
@@ -16,13 +15,13 @@ const namedFields = () => ({
  * Applications and roles are the same kind of record, `{id, name, createdAt, updatedAt}` with a
  * name unique among live records; a deleted one is unlinked from every user.
  */
-export function namedResource(spec: { name: ResourceName; table: string; type: string; links: { table: string; column: string } }) {
+export function namedResource(spec: { name: string; table: string; type: string; links: { table: string; column: string } }) {
   const links = {
     ...spec.links,
     // Each link taken is its user's `unlink`, as DELETE /user/{id}/application/ writes it.
     event: { resource: `${spec.name}_link`, action: 'unlink', userColumn: 'user_id', linked: { field: `${spec.name}ID`, column: spec.links.column } },
   } as const;
-  return defineResource({ name: spec.name, label: spec.name, table: spec.table, type: spec.type, fields: namedFields(), cascade: [links] });
+  return defineResource({ name: spec.name, label: spec.name, table: spec.table, counted: true, type: spec.type, fields: namedFields(), cascade: [links] });
 }
 
 export type NamedResource = ReturnType<typeof namedResource>;

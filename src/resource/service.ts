@@ -1,5 +1,5 @@
 import { requirePermission, type Caller } from '../auth/caller.js';
-import type { AuditAction } from '../audit/audit.resource.js';
+import type { AuditAction } from './audit.js';
 import { isServerError, type Sql, type Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
@@ -145,11 +145,11 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
   const byId = (fields: ReadonlySet<string> | undefined) =>
     fields && projects ? `select ${columnsFor(fields)} from ${resource.table} t where t.id = ? and t.deleted_at is null` : BY_ID;
 
-  /** How many records of the scope match: the live count the writes keep when unfiltered, else counted. */
+  /** How many records of the scope match: the live count the writes keep when unfiltered (a counted resource), else counted. */
   async function countMatches(sql: Sql, scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
     const where = andAll(deletedScopeSql(scope), filter);
     const [row] =
-      scope === 'live' && !filter
+      scope === 'live' && !filter && resource.counted
         ? await sql.rows<{ total: number }>(LIVE_COUNT)
         : await sql.rows<{ total: number }>(`select count(*) as total from ${resource.table} t${whereSql(where)}`, where?.params ?? []);
     return Number(row?.total ?? 0);

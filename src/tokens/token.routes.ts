@@ -1,3 +1,4 @@
+import { errors, json, param, READ_ERRORS, ref } from '../http/openapi-schemas.js';
 import { recordRoutes } from '../http/record-routes.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import type { TokenService } from './token.service.js';
@@ -37,6 +38,19 @@ export function tokenRoutes(tokens: TokenService, basePath: string): RouteSpec[]
           'Soft-deletes every live token matching `filter` (either form of the list language). Tokens whose scope the caller could not ' +
           'have granted are left alone and counted in `skipped`. An absent, blank or empty filter is a 400: it never means every token. ' +
           'Needs `token:write`.',
+        operation: {
+          parameters: [{ ...param('filter'), required: true }],
+          responses: {
+            200: {
+              description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)',
+              content: json(ref('BulkRevocation')),
+            },
+            ...errors(...READ_ERRORS),
+          },
+        },
+        schemas: {
+          BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
+        },
       },
       handle: async (ctx, caller, sql) => {
         ctx.body = await tokens.destroyMatching(caller, sql, ctx.query.filter);

@@ -8,8 +8,8 @@ import { andAll, compileQuery, type CompiledList, type ListFields, type Page } f
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
 import { recordService } from '../resource/service.js';
 import { auditStatement, plainColumns, type ColumnValue, type Encode } from '../resource/writes.js';
-import { checkGrantable, grantable } from './grant.js';
-import type { Keyring, SecretField } from './secrets.js';
+import type { ScopeVocabulary } from '../auth/scopes.js';
+import type { Keyring, SecretField } from '../db/keyring.js';
 import { tokens, type TokenRecord } from './token.resource.js';
 
 /** Whether a live token other than `exceptId` holds one of these accessToken hashes. */
@@ -58,7 +58,7 @@ export function tokenListFields(keyring: Keyring): ListFields {
   };
 }
 
-export function tokenService(keyring: Keyring) {
+export function tokenService(keyring: Keyring, scopes: ScopeVocabulary) {
   const conflict = () => AppError.conflict('a live token with this accessToken already exists', [{ field: 'accessToken', message: 'is already in use' }]);
   const listFields = tokenListFields(keyring);
 
@@ -95,9 +95,9 @@ export function tokenService(keyring: Keyring) {
     onChange: (current) => SECRETS.flatMap((name) => encode(name, tokens.fields[name], current[name])),
     checks: {
       // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
-      guard: (current, caller) => checkGrantable(caller, current.scope),
+      guard: (current, caller) => scopes.checkGrantable(caller, current.scope),
       async write(tx, caller, values, current) {
-        if (typeof values.scope === 'string') checkGrantable(caller, values.scope);
+        if (typeof values.scope === 'string') scopes.checkGrantable(caller, values.scope);
         // The unique index compares hashes under the current key. During a rotation a live token may
         // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip
         // past the index, so that one is looked for here.
@@ -211,7 +211,7 @@ export function tokenService(keyring: Keyring) {
       return sql.transaction(async (tx) => {
         const live = andAll({ sql: 't.deleted_at is null', params: [] }, where)!;
         const matched = await tx.rows<{ id: number; scope: string }>(`select t.id, t.scope from tokens t where ${live.sql} for update`, live.params);
-        const ids = matched.filter((t) => grantable(caller, t.scope)).map((t) => t.id);
+        const ids = matched.filter((t) => scopes.grantable(caller, t.scope)).map((t) => t.id);
         if (ids.length) {
           const [{ at }] = await tx.rows<{ at: string }>(
             'with d as (update tokens set deleted_at = now(), updated_at = now() where id = any(?::bigint[]) returning deleted_at) select min(deleted_at) as at from d',

@@ -1,11 +1,12 @@
 import { field } from '../resource/field.js';
-import { defineResource, type RecordOf, type WritableOf } from '../resource/resource.js';
+import { defineBody, defineResource, type RecordOf, type WritableOf } from '../resource/resource.js';
 
 /** A user (the seed's User record). `password` and `rememberToken` belong to the applications that own them. */
 export const users = defineResource({
   name: 'user',
   label: 'user',
   table: 'users',
+  counted: true,
   type: 'User',
   inputDescription: 'Every writable field of a user; absent optional fields take their defaults.',
   fields: {
@@ -42,3 +43,6 @@ export const users = defineResource({
 
 export type UserRecord = RecordOf<typeof users>;
 export type UserValues = WritableOf<typeof users>;
+
+/** The body of the status setter (REST's /user/{id}/status/, GraphQL's updateUserStatus): `{"status": n}`. */
+export const USER_STATUS_BODY = defineBody({ status: field.int32({ required: true }) });

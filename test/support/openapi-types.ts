@@ -668,82 +668,6 @@ export interface components {
          */
         One: 1;
         IdList: components["schemas"]["Id"][];
-        LinkedApplication: {
-            id: number;
-            name: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            right: number;
-        };
-        LinkedRole: {
-            id: number;
-            name: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        ApplicationLink: {
-            userID: number;
-            applicationID: number;
-            right: number;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        LinkRight: {
-            right: number;
-        } & {
-            [key: string]: unknown;
-        };
-        AuditEvent: {
-            id: number;
-            /** Format: date-time */
-            at: string;
-            actorTokenID: number | null;
-            actorUserID: number | null;
-            requestId: string | null;
-            /** @enum {unknown} */
-            action: "create" | "update" | "patch" | "status" | "delete" | "link" | "unlink" | "right" | "apply" | "revoke" | "restore";
-            resource: string;
-            recordID: number;
-            changes: {
-                [key: string]: {
-                    before?: unknown;
-                    after?: unknown;
-                };
-            };
-        };
-        BulkRevocation: {
-            revoked: number;
-            skipped: number;
-        };
-        TokenParameter: {
-            /** @description the access token value */
-            token: string;
-            token_type_hint?: string;
-        };
-        Introspection: {
-            active: boolean;
-            scope?: string;
-            client_id?: string;
-            username?: string;
-            /** @description the user id */
-            sub?: string;
-            /** @description seconds since the epoch; absent when the token never expires */
-            exp?: number;
-            iat?: number;
-            token_type?: string;
-        };
-        UserStatus: {
-            /** Format: int32 */
-            status: number;
-        } & {
-            [key: string]: unknown;
-        };
         User: {
             id: number;
             ref: number;
@@ -794,6 +718,12 @@ export interface components {
             photoUrl?: string | null;
             /** Format: int32 */
             status?: number;
+        } & {
+            [key: string]: unknown;
+        };
+        UserStatus: {
+            /** Format: int32 */
+            status: number;
         } & {
             [key: string]: unknown;
         };
@@ -857,6 +787,10 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        BulkRevocation: {
+            revoked: number;
+            skipped: number;
+        };
         Application: {
             id: number;
             name: string;
@@ -906,6 +840,72 @@ export interface components {
             name?: string;
         } & {
             [key: string]: unknown;
+        };
+        LinkedApplication: {
+            id: number;
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            right: number;
+        };
+        ApplicationLink: {
+            userID: number;
+            applicationID: number;
+            right: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        LinkRight: {
+            right: number;
+        } & {
+            [key: string]: unknown;
+        };
+        LinkedRole: {
+            id: number;
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AuditEvent: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            actorTokenID: number | null;
+            actorUserID: number | null;
+            requestId: string | null;
+            /** @enum {unknown} */
+            action: "create" | "update" | "patch" | "status" | "delete" | "link" | "unlink" | "right" | "apply" | "revoke" | "restore";
+            resource: string;
+            recordID: number;
+            changes: {
+                [key: string]: {
+                    before?: unknown;
+                    after?: unknown;
+                };
+            };
+        };
+        TokenParameter: {
+            /** @description the access token value */
+            token: string;
+            token_type_hint?: string;
+        };
+        Introspection: {
+            active: boolean;
+            scope?: string;
+            client_id?: string;
+            username?: string;
+            /** @description the user id */
+            sub?: string;
+            /** @description seconds since the epoch; absent when the token never expires */
+            exp?: number;
+            iat?: number;
+            token_type?: string;
         };
     };
     responses: {
@@ -992,7 +992,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Database unavailable (Retry-After says when to try again) */
+        /** @description Database unavailable, or every database connection busy (Retry-After says when to try again) */
         E503: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

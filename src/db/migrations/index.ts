@@ -9,8 +9,7 @@ import { Migration20261203000000_drop_directory_version } from './Migration20261
 import { Migration20261204000000_live_counts_on_liveness_changes } from './Migration20261204000000_live_counts_on_liveness_changes.js';
 import { Migration20261205000000_live_id_indexes } from './Migration20261205000000_live_id_indexes.js';
 
-/** The migration after which the service converts plain tokens with its key (see that migration). */
-export const TOKEN_SECRET_COLUMNS = 'Migration20261201000000_token_secret_columns';
+/** The migration before which the service converts plain tokens with its key (src/tokens/secret-rows.ts). */
 export const DROP_PLAIN_TOKENS = 'Migration20261201000100_drop_plain_tokens';
 
 /** Every migration, in order. Listed explicitly so that the same list runs from src/ and dist/. */

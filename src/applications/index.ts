@@ -1,0 +1,16 @@
+import { namedResolver } from '../graphql/named.js';
+import { defineModule } from '../module/module.js';
+import { namedService } from '../resource/named.js';
+import { applications } from './application.resource.js';
+import { applicationRoutes } from './application.routes.js';
+
+/** Applications a user is linked to: REST /application/…, GraphQL applications/application/…, applicationEvents; scope `application`. */
+export default defineModule({
+  key: 'applications',
+  records: [applications],
+  scope: 'application',
+  entities: [applications],
+  service: () => namedService(applications),
+  routes: (service, { basePath }) => applicationRoutes(service, basePath),
+  graphql: (api) => [namedResolver(applications, api.service)],
+});

@@ -1,6 +1,0 @@
-import { writeFile } from 'node:fs/promises';
-import { schemaText } from './schema.js';
-
-/** `npm run schema`: writes schema.graphql (a test fails when the checked-in file is stale). */
-await writeFile(new URL('../../../schema.graphql', import.meta.url), await schemaText());
-process.stdout.write('schema.graphql written\n');

@@ -1,0 +1,15 @@
+import { defineModule } from '../module/module.js';
+import { realtimeResolvers } from '../realtime/realtime.graphql.js';
+import { linkResolvers } from './link.graphql.js';
+import { linkRoutes } from './link.routes.js';
+import { linkService } from './link.service.js';
+
+/** A user's links to applications (with a `right`) and to roles: REST /user/{id}/application/… and /role/, GraphQL's nested lists and link mutations, linkEvents. */
+export default defineModule({
+  key: 'links',
+  service: () => linkService(),
+  routes: (service) => linkRoutes(service),
+  graphql: (api) => linkResolvers(api),
+  // Every subscription, until they move to their modules.
+  subscriptions: () => realtimeResolvers(),
+});

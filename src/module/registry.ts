@@ -1,0 +1,155 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import type { GraphQLSchema } from 'graphql';
+import type { ClassType } from 'type-graphql';
+import { ScopeVocabulary, type ScopeSpec } from '../auth/scopes.js';
+import { ConfigError } from '../config.js';
+import type { DatabaseSchema } from '../db/database.js';
+import type { Keyring } from '../db/keyring.js';
+import { migrations as coreMigrations } from '../db/migrations/index.js';
+import { tablesWithoutLiveCount } from '../db/migrations/live-counts.js';
+import type { Sql } from '../db/sql.js';
+import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
+import { buildGraphQLSchema } from '../graphql/schema.js';
+import type { RouteSpec } from '../http/routes.js';
+import { entitySchemaOf } from '../resource/entity.js';
+import type { Resource } from '../resource/resource.js';
+import type { AnyModule, GraphQLApi, ModuleDeps } from './module.js';
+
+/**
+ * Everything generic code derives from the list of modules (src/modules.ts), each derivation a
+ * function of the list: the scope vocabulary, the services container, the REST route table, the
+ * GraphQL schema, the database's entities, migrations and hooks, the live-count check. Start-up
+ * work only: nothing here runs per request.
+ */
+
+/** The scope words of the modules: the grant rule's vocabulary (src/auth/scopes.ts). */
+export function scopeVocabulary(modules: readonly AnyModule[]): ScopeVocabulary {
+  const scopes = modules.flatMap((m): ScopeSpec[] =>
+    m.scope === undefined ? [] : [typeof m.scope === 'string' ? { name: m.scope, actions: ['read', 'write'] } : m.scope],
+  );
+  return new ScopeVocabulary(scopes);
+}
+
+/** Refuses a permission outside the vocabulary in a service's declarations (`service.permissions`). */
+function checkPermissions(module: AnyModule, service: unknown, scopes: ScopeVocabulary): void {
+  const declared = (service as { permissions?: Record<string, string> } | null)?.permissions;
+  for (const [operation, permission] of Object.entries(declared ?? {})) scopes.check(permission, `the ${module.key} module's ${operation}`);
+}
+
+/**
+ * The services container: each module's service under its key, made in list order, each with the
+ * services of the modules before it. Refuses two modules with one key, and a permission a service
+ * declares that no module's scope has.
+ */
+export function createServices(modules: readonly AnyModule[], keyring: Keyring): ServiceContainer {
+  const scopes = scopeVocabulary(modules);
+  const services: Record<string, unknown> = {};
+  for (const module of modules) {
+    if (Object.hasOwn(services, module.key)) throw new Error(`two modules have the key "${module.key}"`);
+    const deps: ModuleDeps = { keyring, scopes, services: { ...services } };
+    const service = module.service(deps);
+    checkPermissions(module, service, scopes);
+    services[module.key] = service;
+  }
+  return Object.freeze(services);
+}
+
+/** The REST API's route table (below BASE_PATH), module by module; a route's permission must be in the vocabulary. */
+export function apiRoutes(modules: readonly AnyModule[], services: ServiceContainer, basePath: string): RouteSpec[] {
+  const scopes = scopeVocabulary(modules);
+  const routes = modules.flatMap((m) => m.routes?.(services[m.key], { basePath }) ?? []);
+  for (const route of routes) if (route.permission) scopes.check(route.permission, `${route.method} ${route.path}`);
+  return routes;
+}
+
+/**
+ * The order the schema lists the modules' operations and subscriptions in, by module key; modules
+ * not named come after those named, in list order (src/modules.ts: SCHEMA_ORDER).
+ */
+export interface SchemaOrder {
+  operations: readonly string[];
+  subscriptions: readonly string[];
+}
+
+const inOrder = (modules: readonly AnyModule[], keys: readonly string[]): AnyModule[] => {
+  const rank = (m: AnyModule) => (keys.includes(m.key) ? keys.indexOf(m.key) : keys.length + modules.indexOf(m));
+  return [...modules].sort((a, b) => rank(a) - rank(b));
+};
+
+/** How a module's resolvers reach its service in a request's context. */
+const apiOf = (module: AnyModule): GraphQLApi<unknown> => ({ service: (ctx: GraphQLContext) => ctx.services[module.key] });
+
+/**
+ * Each module's resolver classes, made once per process: type-graphql's metadata is global, and a
+ * second call would define every operation twice.
+ */
+const operationsMade = new WeakMap<AnyModule, ClassType[]>();
+const subscriptionsMade = new WeakMap<AnyModule, ClassType[]>();
+function made(cache: WeakMap<AnyModule, ClassType[]>, module: AnyModule, make: ((api: GraphQLApi<unknown>) => ClassType[]) | undefined): ClassType[] {
+  let classes = cache.get(module);
+  if (!classes) cache.set(module, (classes = make ? make.call(module, apiOf(module)) : []));
+  return classes;
+}
+
+/** The resolvers of the schema: every module's operations, then every module's subscriptions, each in the schema's order. */
+export function schemaResolvers(modules: readonly AnyModule[], order: SchemaOrder): ClassType[] {
+  return [
+    ...inOrder(modules, order.operations).flatMap((m) => made(operationsMade, m, m.graphql)),
+    ...inOrder(modules, order.subscriptions).flatMap((m) => made(subscriptionsMade, m, m.subscriptions)),
+  ];
+}
+
+const schemas = new Map<string, Promise<GraphQLSchema>>();
+
+/** The GraphQL schema of the modules (built once per list of modules). */
+export function schemaOf(modules: readonly AnyModule[], order: SchemaOrder): Promise<GraphQLSchema> {
+  const key = modules.map((m) => m.key).join(' ');
+  let schema = schemas.get(key);
+  if (!schema) schemas.set(key, (schema = buildGraphQLSchema(schemaResolvers(modules, order))));
+  return schema;
+}
+
+/** The record definitions of the modules. */
+const recordsOf = (modules: readonly AnyModule[]): Resource[] => modules.flatMap((m) => m.records ?? []);
+
+/**
+ * What the database is made of: the modules' entities, the migrations (src/db/migrations/'s core
+ * list and the modules' own, in name order: a name is its date), and the modules' migration hooks.
+ */
+export function databaseSchemaOf(modules: readonly AnyModule[]): DatabaseSchema {
+  const migrations: MigrationObject[] = [...coreMigrations, ...modules.flatMap((m) => m.migrations ?? [])];
+  const names = new Set<string>();
+  for (const { name } of migrations) {
+    if (names.has(name)) throw new Error(`two migrations are named ${name}`);
+    names.add(name);
+  }
+  migrations.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return {
+    entities: recordsOf(modules).map(entitySchemaOf),
+    migrations,
+    hooks: modules.flatMap((m) => (m.database ? [m.database] : [])),
+  };
+}
+
+/**
+ * Refuses to start when a counted resource's table has no `live_counts` row: its unfiltered totals
+ * would read 0. Its migration makes the row (src/db/migrations/live-counts.ts).
+ */
+export async function checkLiveCounts(sql: Sql, modules: readonly AnyModule[]): Promise<void> {
+  const counted = recordsOf(modules).filter((r) => r.counted);
+  const missing = await tablesWithoutLiveCount(
+    sql,
+    counted.map((r) => r.table),
+  );
+  if (missing.length) {
+    throw new ConfigError(
+      `the table${missing.length === 1 ? '' : 's'} ${missing.join(', ')} of a counted resource ${missing.length === 1 ? 'has' : 'have'} no live_counts row ` +
+        '(its unfiltered totals would read 0): its migration must make it (liveCountStatements in src/db/migrations/live-counts.ts)',
+    );
+  }
+}
+
+/** The record types that are federation entities keyed by id, by module (for a subgraph schema). */
+export function federationEntities(modules: readonly AnyModule[]): { module: string; type: string; key: 'id'; resource: Resource }[] {
+  return modules.flatMap((m) => (m.entities ?? []).map((resource) => ({ module: m.key, type: resource.type, key: 'id' as const, resource })));
+}
