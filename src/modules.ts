@@ -24,5 +24,5 @@ export const MODULES = [users, tokens, applications, roles, links, audit, oauth]
  */
 export const SCHEMA_ORDER: SchemaOrder = {
   operations: ['applications', 'audit', 'roles', 'users', 'links', 'tokens'],
-  subscriptions: ['links'],
+  subscriptions: ['tokens', 'links', 'users', 'applications', 'roles'],
 };

@@ -1,5 +1,6 @@
-import { namedResolver } from '../graphql/named.js';
+import { namedResolver, namedTypes } from '../graphql/named.js';
 import { defineModule } from '../module/module.js';
+import { recordEvents } from '../realtime/realtime.graphql.js';
 import { namedService } from '../resource/named.js';
 import { applications } from './application.resource.js';
 import { applicationRoutes } from './application.routes.js';
@@ -13,4 +14,10 @@ export default defineModule({
   service: () => namedService(applications),
   routes: (service, { basePath }) => applicationRoutes(service, basePath),
   graphql: (api) => [namedResolver(applications, api.service)],
+  subscriptions: (api) =>
+    recordEvents({
+      definition: applications,
+      recordType: () => namedTypes(applications).Type,
+      find: (ctx, caller, id) => api.service(ctx).find(caller, ctx.sql, id),
+    }),
 });

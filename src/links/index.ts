@@ -1,5 +1,5 @@
 import { defineModule } from '../module/module.js';
-import { realtimeResolvers } from '../realtime/realtime.graphql.js';
+import { linkEvents } from './link.events.js';
 import { linkResolvers } from './link.graphql.js';
 import { linkRoutes } from './link.routes.js';
 import { linkService } from './link.service.js';
@@ -10,6 +10,5 @@ export default defineModule({
   service: () => linkService(),
   routes: (service) => linkRoutes(service),
   graphql: (api) => linkResolvers(api),
-  // Every subscription, until they move to their modules.
-  subscriptions: () => realtimeResolvers(),
+  subscriptions: () => linkEvents(),
 });

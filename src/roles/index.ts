@@ -1,5 +1,6 @@
-import { namedResolver } from '../graphql/named.js';
+import { namedResolver, namedTypes } from '../graphql/named.js';
 import { defineModule } from '../module/module.js';
+import { recordEvents } from '../realtime/realtime.graphql.js';
 import { namedService } from '../resource/named.js';
 import { roles } from './role.resource.js';
 import { roleRoutes } from './role.routes.js';
@@ -13,4 +14,6 @@ export default defineModule({
   service: () => namedService(roles),
   routes: (service, { basePath }) => roleRoutes(service, basePath),
   graphql: (api) => [namedResolver(roles, api.service)],
+  subscriptions: (api) =>
+    recordEvents({ definition: roles, recordType: () => namedTypes(roles).Type, find: (ctx, caller, id) => api.service(ctx).find(caller, ctx.sql, id) }),
 });

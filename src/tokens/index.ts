@@ -1,5 +1,6 @@
 import { defineModule } from '../module/module.js';
 import { tokenMigrationHooks } from './secret-rows.js';
+import { tokenEvents } from './token.events.js';
 import { tokenResolvers } from './token.graphql.js';
 import { tokens } from './token.resource.js';
 import { tokenRoutes } from './token.routes.js';
@@ -19,4 +20,5 @@ export default defineModule({
   service: ({ keyring, scopes }) => tokenService(keyring, scopes),
   routes: (service, { basePath }) => tokenRoutes(service, basePath),
   graphql: (api) => tokenResolvers(api),
+  subscriptions: (api) => tokenEvents(api),
 });
