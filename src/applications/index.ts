@@ -11,7 +11,7 @@ export default defineModule({
   records: [applications],
   scope: 'application',
   entities: [applications],
-  service: () => namedService(applications),
+  service: (deps) => namedService(applications, deps),
   routes: (service, { basePath }) => applicationRoutes(service, basePath),
   graphql: (api) => [namedResolver(applications, api.service)],
   subscriptions: (api) =>

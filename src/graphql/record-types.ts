@@ -17,10 +17,10 @@ import { DateTime } from './scalars.js';
  */
 
 /** A class with the given name, extending `Base` if given (type-graphql follows the class chain for inherited fields). */
-const named = (name: string, Base: ClassType = class {}): ClassType => ({ [name]: class extends Base {} })[name];
+export const named = (name: string, Base: ClassType = class {}): ClassType => ({ [name]: class extends Base {} })[name];
 
 /** The GraphQL scalar of a field's values. */
-function scalarOf(field: FieldDef): GraphQLScalarType | typeof String {
+export function scalarOf(field: FieldDef): GraphQLScalarType | typeof String {
   switch (field.kind) {
     case 'id':
     case 'reference':
@@ -39,7 +39,7 @@ function scalarOf(field: FieldDef): GraphQLScalarType | typeof String {
 }
 
 /** The filter input of a field's kind (docs/rest.md#lists-filter-orderby-page-pagesize's operators, typed). */
-function filterOf(field: FieldDef): ClassType {
+export function filterOf(field: FieldDef): ClassType {
   switch (field.kind) {
     case 'id':
     case 'reference':
@@ -58,7 +58,7 @@ function filterOf(field: FieldDef): ClassType {
   }
 }
 
-const define = (cls: ClassType, name: string, type: () => unknown, options: { nullable?: boolean; description?: string } = {}) =>
+export const define = (cls: ClassType, name: string, type: () => unknown, options: { nullable?: boolean; description?: string } = {}) =>
   Field(type as never, { nullable: options.nullable ?? false, ...(options.description ? { description: options.description } : {}) })(cls.prototype, name);
 
 export interface RecordTypes {

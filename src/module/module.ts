@@ -5,7 +5,8 @@ import type { MigrationHooks } from '../db/database.js';
 import type { Keyring } from '../db/keyring.js';
 import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
 import type { RouteSpec } from '../http/routes.js';
-import type { Resource } from '../resource/resource.js';
+import type { Relation } from '../resource/relation.js';
+import type { Cascade, Resource } from '../resource/resource.js';
 
 /**
  * A resource module: everything one resource folder (src/users/, src/tokens/, …) brings to the
@@ -29,6 +30,11 @@ export interface ModuleSpec<K extends string, S> {
    * ['read'] }` only reading. The words join the vocabulary the grant rule checks (src/auth/scopes.ts).
    */
   scope?: string | ScopeSpec;
+  /**
+   * Its relations (src/resource/relation.ts): a delete of a record on either side takes the live
+   * links with it (every module's record service is told: `ModuleDeps.cascadeOf`).
+   */
+  relations?: readonly Relation[];
   /** Its own migrations (a new table), run in name order with the core ones of src/db/migrations/. */
   migrations?: readonly MigrationObject[];
   /** What it does around the migrations with the key ring, and checks once they ran (tokens: the key check). */
@@ -69,6 +75,8 @@ export interface ModuleDeps {
   scopes: ScopeVocabulary;
   /** The services of the modules listed before this one (read them with `serviceOf`). */
   services: ServiceContainer;
+  /** What a delete of a record of `resource` takes with it besides its definition's own `cascade`: the links of every module's relations. */
+  cascadeOf(resource: Resource): readonly Cascade[];
 }
 
 export interface RouteContext {

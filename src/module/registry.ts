@@ -43,10 +43,12 @@ function checkPermissions(module: AnyModule, service: unknown, scopes: ScopeVoca
  */
 export function createServices(modules: readonly AnyModule[], keyring: Keyring): ServiceContainer {
   const scopes = scopeVocabulary(modules);
+  const relations = modules.flatMap((m) => m.relations ?? []);
+  const cascadeOf = (resource: Resource) => relations.flatMap((relation) => relation.cascadeOf(resource));
   const services: Record<string, unknown> = {};
   for (const module of modules) {
     if (Object.hasOwn(services, module.key)) throw new Error(`two modules have the key "${module.key}"`);
-    const deps: ModuleDeps = { keyring, scopes, services: { ...services } };
+    const deps: ModuleDeps = { keyring, scopes, services: { ...services }, cascadeOf };
     const service = module.service(deps);
     checkPermissions(module, service, scopes);
     services[module.key] = service;

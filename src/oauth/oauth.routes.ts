@@ -124,7 +124,9 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec
         },
       },
       handle: async (ctx, caller, sql) => {
-        ctx.body = await links.authorize(caller, sql, parseId(ctx.params.applicationID, 'applicationID'));
+        const { userId, right } = await links.authorize(caller, sql, parseId(ctx.params.applicationID, 'applicationID'));
+        // The original family's shape.
+        ctx.body = { userID: userId, userRight: right };
       },
     },
   ];

@@ -81,8 +81,11 @@ const PROJECTIONS = 256;
 /** Words PostgreSQL reserves that a column of ours is named after: written quoted. */
 const RESERVED = new Set(['right', 'left', 'user', 'order', 'group', 'table', 'column', 'default']);
 
+/** A column's name as SQL writes it (`"right"`: a reserved word, quoted). */
+export const columnName = (column: string) => (RESERVED.has(column) ? `"${column}"` : column);
+
 /** A column as SQL writes it (`t.first_name`, `l."right"`). */
-export const columnSql = (alias: string, column: string) => `${alias}.${RESERVED.has(column) ? `"${column}"` : column}`;
+export const columnSql = (alias: string, column: string) => `${alias}.${columnName(column)}`;
 
 /** A field's expression in a read, named as its wire field. */
 export function selectOf(name: string, field: Field, alias = 't'): string {

@@ -19,7 +19,7 @@ import {
   type SqlFragment,
 } from '../list/list.js';
 import type { Field } from './field.js';
-import type { RecordOf, Resource, WritableOf } from './resource.js';
+import type { Cascade, RecordOf, Resource, WritableOf } from './resource.js';
 import {
   applyStatement,
   deleteStatement,
@@ -122,7 +122,15 @@ export interface RecordHooks<R extends Resource> {
 
 type Row = Record<string, unknown>;
 
-export function recordService<R extends Resource>(resource: R, hooks: RecordHooks<R>) {
+/** What a record service is made with besides its resource and hooks. */
+export interface RecordDeps {
+  /** What a delete takes with it besides the definition's own `cascade`: the links of the relations the resource is part of. */
+  cascadeOf(resource: Resource): readonly Cascade[];
+}
+
+export function recordService<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
+  // Deletes take the links of its relations with them, after the dependents its definition names.
+  const resource: R = { ...definition, cascade: [...(definition.cascade ?? []), ...deps.cascadeOf(definition)] };
   type Rec = RecordOf<R> & { id: number };
   type Values = Partial<WritableOf<R>>;
   const { read, write } = resource.permissions;

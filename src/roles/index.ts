@@ -11,7 +11,7 @@ export default defineModule({
   records: [roles],
   scope: 'role',
   entities: [roles],
-  service: () => namedService(roles),
+  service: (deps) => namedService(roles, deps),
   routes: (service, { basePath }) => roleRoutes(service, basePath),
   graphql: (api) => [namedResolver(roles, api.service)],
   subscriptions: (api) =>

@@ -17,7 +17,7 @@ export default defineModule({
   scope: 'token',
   entities: [tokens],
   database: tokenMigrationHooks,
-  service: ({ keyring, scopes }) => tokenService(keyring, scopes),
+  service: (deps) => tokenService(deps.keyring, deps.scopes, deps),
   routes: (service, { basePath }) => tokenRoutes(service, basePath),
   graphql: (api) => tokenResolvers(api),
   subscriptions: (api) => tokenEvents(api),

@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import type { CompiledKeyset } from '../list/keyset.js';
 import { andAll, compileQuery, type CompiledList, type ListFields, type Page } from '../list/list.js';
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
-import { recordService } from '../resource/service.js';
+import { recordService, type RecordDeps } from '../resource/service.js';
 import { auditStatement, plainColumns, type ColumnValue, type Encode } from '../resource/writes.js';
 import type { ScopeVocabulary } from '../auth/scopes.js';
 import type { Keyring, SecretField } from '../db/keyring.js';
@@ -58,7 +58,7 @@ export function tokenListFields(keyring: Keyring): ListFields {
   };
 }
 
-export function tokenService(keyring: Keyring, scopes: ScopeVocabulary) {
+export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
   const conflict = () => AppError.conflict('a live token with this accessToken already exists', [{ field: 'accessToken', message: 'is already in use' }]);
   const listFields = tokenListFields(keyring);
 
@@ -85,45 +85,49 @@ export function tokenService(keyring: Keyring, scopes: ScopeVocabulary) {
     ];
   };
 
-  const records = recordService(tokens, {
-    listFields,
-    fromRow,
-    encode,
-    conflict,
-    onCreate: (caller): ColumnValue[] => [{ column: 'client', type: 'text', value: caller.client }],
-    // Sealed afresh (a new nonce, the current key) whenever the record changes.
-    onChange: (current) => SECRETS.flatMap((name) => encode(name, tokens.fields[name], current[name])),
-    checks: {
-      // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
-      guard: (current, caller) => scopes.checkGrantable(caller, current.scope),
-      async write(tx, caller, values, current) {
-        if (typeof values.scope === 'string') scopes.checkGrantable(caller, values.scope);
-        // The unique index compares hashes under the current key. During a rotation a live token may
-        // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip
-        // past the index, so that one is looked for here.
-        if (keyring.previous && typeof values.accessToken === 'string') {
-          if (await liveTwin(tx, [keyring.previous.hash('accessToken', values.accessToken)], current?.id ?? 0)) throw conflict();
-        }
-        if (values.userID !== undefined && !(await liveOwner(tx, values.userID as number))) {
-          throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
-        }
-      },
-      /**
-       * A token comes back only to a live owner: a token of a deleted user cannot authenticate (
-       * docs/rest.md#permissions), so restoring it would answer success for a credential that does not work. During a
-       * rotation the restored row's hash and a live twin's may be under different keys, which the
-       * unique index cannot compare: the value is looked for under every key held.
-       */
-      async restore(tx, _caller, current) {
-        if (!(await liveOwner(tx, current.userID))) {
-          throw AppError.conflict(`the token's user ${current.userID} is deleted; restore the user first`, [
-            { field: 'userID', message: `user ${current.userID} is deleted` },
-          ]);
-        }
-        if (keyring.previous && (await liveTwin(tx, keyring.hashes('accessToken', current.accessToken), current.id))) throw conflict();
+  const records = recordService(
+    tokens,
+    {
+      listFields,
+      fromRow,
+      encode,
+      conflict,
+      onCreate: (caller): ColumnValue[] => [{ column: 'client', type: 'text', value: caller.client }],
+      // Sealed afresh (a new nonce, the current key) whenever the record changes.
+      onChange: (current) => SECRETS.flatMap((name) => encode(name, tokens.fields[name], current[name])),
+      checks: {
+        // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
+        guard: (current, caller) => scopes.checkGrantable(caller, current.scope),
+        async write(tx, caller, values, current) {
+          if (typeof values.scope === 'string') scopes.checkGrantable(caller, values.scope);
+          // The unique index compares hashes under the current key. During a rotation a live token may
+          // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip
+          // past the index, so that one is looked for here.
+          if (keyring.previous && typeof values.accessToken === 'string') {
+            if (await liveTwin(tx, [keyring.previous.hash('accessToken', values.accessToken)], current?.id ?? 0)) throw conflict();
+          }
+          if (values.userID !== undefined && !(await liveOwner(tx, values.userID as number))) {
+            throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
+          }
+        },
+        /**
+         * A token comes back only to a live owner: a token of a deleted user cannot authenticate (
+         * docs/rest.md#permissions), so restoring it would answer success for a credential that does not work. During a
+         * rotation the restored row's hash and a live twin's may be under different keys, which the
+         * unique index cannot compare: the value is looked for under every key held.
+         */
+        async restore(tx, _caller, current) {
+          if (!(await liveOwner(tx, current.userID))) {
+            throw AppError.conflict(`the token's user ${current.userID} is deleted; restore the user first`, [
+              { field: 'userID', message: `user ${current.userID} is deleted` },
+            ]);
+          }
+          if (keyring.previous && (await liveTwin(tx, keyring.hashes('accessToken', current.accessToken), current.id))) throw conflict();
+        },
       },
     },
-  });
+    deps,
+  );
 
   const userTokens: NestedSource<TokenRecord> = {
     from: 'tokens t',

@@ -24,21 +24,9 @@ export const users = defineResource({
     updatedAt: field.updatedAt(),
     deletedAt: field.deletedAt(),
   },
-  // A deleted user takes its tokens and links with it: they stop authenticating and listing. Each
-  // is an audit event of its own, as DELETE /token/{id} and the unlink calls write them.
-  cascade: [
-    { table: 'tokens', column: 'user_id', event: { resource: 'token', action: 'delete' } },
-    {
-      table: 'user_applications',
-      column: 'user_id',
-      event: { resource: 'application_link', action: 'unlink', userColumn: 'user_id', linked: { field: 'applicationID', column: 'application_id' } },
-    },
-    {
-      table: 'user_roles',
-      column: 'user_id',
-      event: { resource: 'role_link', action: 'unlink', userColumn: 'user_id', linked: { field: 'roleID', column: 'role_id' } },
-    },
-  ],
+  // A deleted user takes its tokens with it: they stop authenticating and listing, each an audit
+  // event of its own, as DELETE /token/{id} writes it. (Its links go too: the relations of src/links/.)
+  cascade: [{ table: 'tokens', column: 'user_id', event: { resource: 'token', action: 'delete' } }],
 });
 
 export type UserRecord = RecordOf<typeof users>;
