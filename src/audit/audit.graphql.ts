@@ -17,8 +17,9 @@ export function auditResolver(api: GraphQLApi<AuditService>) {
   const AuditResolver = class AuditResolver {};
   const d = method(AuditResolver, 'auditEvents', async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
     const caller = callerOf(ctx);
-    requirePermission(caller, 'audit:read');
-    return api.service(ctx).list(caller, ctx.sql, compileList(listInput(args), auditEvents.listFields), { count: selects(info, 'total') });
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.list);
+    return service.list(caller, ctx.sql, compileList(listInput(args), auditEvents.listFields), { count: selects(info, 'total') });
   });
   params(
     AuditResolver,

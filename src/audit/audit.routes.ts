@@ -20,7 +20,7 @@ export const auditRoutes = (audit: AuditService): RouteSpec[] => [
   {
     method: 'GET',
     path: '/audit',
-    permission: 'audit:read',
+    permission: audit.permissions.list,
     docs: {
       tag: {
         name: 'audit',

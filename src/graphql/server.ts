@@ -15,7 +15,7 @@ import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { AppContext, AppState } from '../http/context.js';
-import { errorHeaders, failureOf, STATUS_OF } from '../http/errors.js';
+import { errorHeaders, failureOf, methodNotAllowed, STATUS_OF } from '../http/errors.js';
 import { readBody } from '../http/middleware.js';
 import type { Logger } from '../observability/log.js';
 import { GraphQLReadCache } from '../read-cache/graphql.js';
@@ -257,7 +257,7 @@ export async function createGraphQL(deps: {
         ctx.status = 204;
         return;
       }
-      if (!GRAPHQL_METHODS.includes(ctx.method)) throw AppError.methodNotAllowed(ctx.method, GRAPHQL_METHODS);
+      if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
       const caller = await callerFor(ctx);
       if (caller) ctx.state.caller = caller;

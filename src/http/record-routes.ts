@@ -40,7 +40,7 @@ export function recordRoutes<R extends Resource>(options: {
 }): RouteSpec[] {
   const { path, basePath, service, tag, notes = {} } = options;
   const { resource } = service;
-  const { read, write } = resource.permissions;
+  const { permissions } = service;
   const { label } = resource;
   // "an application", "a user" (its u is said "you").
   const a = /^[aeio]/.test(label) ? `an ${label}` : `a ${label}`;
@@ -61,7 +61,7 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'GET',
       path,
-      permission: read,
+      permission: permissions.list,
       cacheable: options.cacheable,
       docs: {
         tag,
@@ -70,7 +70,7 @@ export function recordRoutes<R extends Resource>(options: {
         description:
           `A page of live ${label}s as a bare JSON array; \`X-Total-Count\` has the number of matches and \`Link\` the first, prev, ` +
           'next and last pages. `filter` (the expression or the JSON form), `orderBy`, `page` and `pageSize` are the list language ' +
-          `of docs/rest.md; \`deleted=only|include\` lists soft-deleted ${label}s too, each with \`deletedAt\`. ${needs(read)}`,
+          `of docs/rest.md; \`deleted=only|include\` lists soft-deleted ${label}s too, each with \`deletedAt\`. ${needs(permissions.list)}`,
         operation: listOperation(record, false),
         schemas: schemas(),
       },
@@ -79,7 +79,7 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'POST',
       path,
-      permission: write,
+      permission: permissions.create,
       docs: {
         tag,
         trailingSlash: true,
@@ -87,7 +87,7 @@ export function recordRoutes<R extends Resource>(options: {
         description:
           `Creates ${a} from the writable fields of the body (others are ignored; a writable field left out takes its default). ` +
           `${rules(true)} ${reserved ? `The body may carry \`id\`:${reserved}; any other id is a 400, an existing one a 409. ` : ''}` +
-          `Answers 201 with \`Location\` and the new id, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+          `Answers 201 with \`Location\` and the new id, or the record with \`Prefer: return=representation\`. ${needs(permissions.create)}`,
         operation: {
           parameters: [param('Prefer')],
           requestBody: { required: true, content: json(ref(`${type}Create`)) },
@@ -115,12 +115,12 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'GET',
       path: `${path}/:id`,
-      permission: read,
+      permission: permissions.get,
       cacheable: options.cacheable,
       docs: {
         tag,
         summary: `Get ${a}`,
-        description: `The live ${label} with this id; 404 when there is none or it is deleted. ${needs(read)}`,
+        description: `The live ${label} with this id; 404 when there is none or it is deleted. ${needs(permissions.get)}`,
         operation: { parameters: [param('id')], responses: { 200: { description: `The ${label}`, content: json(record) }, ...errors(...READ_ERRORS) } },
         schemas: schemas(),
       },
@@ -131,14 +131,14 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'PUT',
       path: `${path}/:id`,
-      permission: write,
+      permission: permissions.replace,
       docs: {
         tag,
         summary: `Replace ${a}`,
         description:
           `Writes every writable field from the body (a field left out takes its default). ${rules(true)} ` +
           `${reserved ? `On${reserved.replace(/ \(0 or null: the next id\)$/, '')}, creates the ${label} (201 with \`Location\`). ` : ''}` +
-          `Answers \`1\`, or the record with \`Prefer: return=representation\`; 404 when no live ${label} has this id. ${needs(write)}`,
+          `Answers \`1\`, or the record with \`Prefer: return=representation\`; 404 when no live ${label} has this id. ${needs(permissions.replace)}`,
         operation: replaceOperation(ref(`${type}Replace`), record),
         schemas: schemas('Replace'),
       },
@@ -152,14 +152,14 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'PATCH',
       path: `${path}/:id`,
-      permission: write,
+      permission: permissions.patch,
       docs: {
         tag,
         summary: `Change some fields of ${a}`,
         description:
           'Writes the writable fields present in the body. With `Attrs`, exactly the fields it names, from the body: a named field ' +
           'missing from the body takes its default, read-only names are skipped, any other name is a 400. ' +
-          `${rules(false)} Answers \`1\` (also when nothing changed), or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+          `${rules(false)} Answers \`1\` (also when nothing changed), or the record with \`Prefer: return=representation\`. ${needs(permissions.patch)}`,
         operation: writeOperation(ref(`${type}Patch`), record, [param('Attrs')]),
         schemas: schemas('Patch'),
       },
@@ -172,13 +172,13 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'DELETE',
       path: `${path}/:id`,
-      permission: write,
+      permission: permissions.destroy,
       docs: {
         tag,
         summary: `Delete ${a}`,
         description:
           `Soft-deletes the ${label}: it leaves every read, list and count, and \`POST ${path}/{id}/restore\` brings it back. ` +
-          `${notes.destroy ? `${notes.destroy} ` : ''}Answers \`1\`; 404 when no live ${label} has this id. ${needs(write)}`,
+          `${notes.destroy ? `${notes.destroy} ` : ''}Answers \`1\`; 404 when no live ${label} has this id. ${needs(permissions.destroy)}`,
         operation: { parameters: [param('id')], responses: { 200: { description: '`1`', content: json(ref('One')) }, ...errors(...READ_ERRORS) } },
       },
       async handle(ctx, caller, sql) {
@@ -190,13 +190,13 @@ export function recordRoutes<R extends Resource>(options: {
     {
       method: 'POST',
       path: `${path}/:id/restore`,
-      permission: write,
+      permission: permissions.restore,
       docs: {
         tag,
         summary: `Restore a deleted ${label}`,
         description:
           `Brings a soft-deleted ${label} back; what its delete took with it stays deleted. 409 when it is not deleted. ` +
-          `${notes.restore ? `${notes.restore} ` : ''}Answers \`1\`, or the record with \`Prefer: return=representation\`. ${needs(write)}`,
+          `${notes.restore ? `${notes.restore} ` : ''}Answers \`1\`, or the record with \`Prefer: return=representation\`. ${needs(permissions.restore)}`,
         operation: {
           parameters: [param('id'), param('Prefer')],
           responses: {
@@ -213,7 +213,7 @@ export function recordRoutes<R extends Resource>(options: {
     routes.push({
       method: 'POST',
       path: options.applyPath,
-      permission: write,
+      permission: permissions.applyId,
       docs: {
         tag,
         trailingSlash: true,
@@ -221,7 +221,7 @@ export function recordRoutes<R extends Resource>(options: {
         description:
           `Takes the next id from the sequence that creating ${a} uses; no id is handed out twice. Create the ${label} with it by ` +
           `\`POST ${path}/\` with the \`id\` or by \`PUT ${path}/{id}\`: a create a client can safely retry. A body is optional and ` +
-          `ignored. Answers 201 with the id, a bare number. ${needs(write)}`,
+          `ignored. Answers 201 with the id, a bare number. ${needs(permissions.restore)}`,
         operation: {
           requestBody: { required: false, content: json({ description: 'ignored' }) },
           responses: { 201: { description: 'The reserved id', content: json(ref('Id')) }, ...errors(400, 401, 403, 405, 413, 415, 503) },

@@ -30,10 +30,17 @@ export function scopeVocabulary(modules: readonly AnyModule[]): ScopeVocabulary 
   return new ScopeVocabulary(scopes);
 }
 
-/** Refuses a permission outside the vocabulary in a service's declarations (`service.permissions`). */
+/** The permission declarations of a service (`service.permissions`: each operation's) and of the services it holds (a relation's). */
+function declarationsOf(service: unknown, where: string): [string, string][] {
+  if (typeof service !== 'object' || service === null) return [];
+  const own = Object.entries((service as { permissions?: Record<string, string> }).permissions ?? {}).map(([op, p]): [string, string] => [`${where}.${op}`, p]);
+  const held = Object.entries(service).filter(([key, value]) => key !== 'permissions' && typeof value === 'object' && value !== null && 'permissions' in value);
+  return [...own, ...held.flatMap(([key, value]) => declarationsOf(value, `${where}.${key}`))];
+}
+
+/** Refuses a permission outside the vocabulary in a service's declarations. */
 function checkPermissions(module: AnyModule, service: unknown, scopes: ScopeVocabulary): void {
-  const declared = (service as { permissions?: Record<string, string> } | null)?.permissions;
-  for (const [operation, permission] of Object.entries(declared ?? {})) scopes.check(permission, `the ${module.key} module's ${operation}`);
+  for (const [operation, permission] of declarationsOf(service, module.key)) scopes.check(permission, `the operation ${operation}`);
 }
 
 /**

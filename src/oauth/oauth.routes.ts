@@ -3,7 +3,25 @@ import { errors, json, param, ref, scalar, type Schema } from '../http/openapi-s
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import type { LinkService } from '../links/link.service.js';
 import { parseId } from '../resource/input.js';
-import type { TokenService } from '../tokens/token.service.js';
+import type { IntrospectedToken, TokenService } from '../tokens/token.service.js';
+
+/** A wire date in seconds since the epoch (RFC 7662's NumericDate). */
+const epochSeconds = (wire: string) => Math.floor(Date.parse(wire) / 1000);
+
+/** RFC 7662 §2.2: what an introspection answers about a token (`{active: false}` for anything not live). */
+function introspection(token: IntrospectedToken | null) {
+  if (!token) return { active: false };
+  return {
+    active: true,
+    scope: token.scope ?? '',
+    client_id: token.client ?? '',
+    username: `${token.user.firstName ?? ''} ${token.user.lastName ?? ''}`.trim(),
+    sub: String(token.userId),
+    ...(token.expireAt ? { exp: epochSeconds(token.expireAt) } : {}),
+    iat: epochSeconds(token.createdAt),
+    token_type: token.tokenType || 'Bearer',
+  };
+}
 
 /** The `token` parameter of an RFC 7662/7009 request. */
 function tokenOf(body: unknown): string {
@@ -72,7 +90,7 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec
       },
       async handle(ctx, caller, sql) {
         ctx.set('Cache-Control', 'no-store');
-        ctx.body = await tokens.introspect(caller, sql, tokenOf(ctx.request.body));
+        ctx.body = introspection(await tokens.introspect(caller, sql, tokenOf(ctx.request.body)));
       },
     },
     {

@@ -101,7 +101,7 @@ export interface RecordHooks<R extends Resource> {
   /** Service-set columns written with every change of a record (a token's secrets, sealed afresh). */
   onChange?(current: RecordOf<R>): ColumnValue[];
   /** The 409 of a unique index the values break. */
-  conflict(values: Record<string, unknown>): AppError;
+  conflict(values: Partial<WritableOf<R>>): AppError;
   /**
    * Whether the caller may end what a delete of record `id` takes with it (the resource's
    * `cascade`; a user's tokens: only those it could have granted). Runs in the delete's
@@ -113,7 +113,7 @@ export interface RecordHooks<R extends Resource> {
    * it is (locked; absent on a create), the values to write, what the write is.
    */
   checks?: {
-    write(tx: Transaction, caller: Caller, values: Record<string, unknown>, current: RecordOf<R> | null): Promise<void>;
+    write(tx: Transaction, caller: Caller, values: Partial<WritableOf<R>>, current: RecordOf<R> | null): Promise<void>;
     /** Whether the caller may change or delete this record at all (a token: only one it could have granted). */
     guard?(current: RecordOf<R>, caller: Caller): void;
     restore?(tx: Transaction, caller: Caller, current: RecordOf<R>): Promise<void>;
@@ -134,6 +134,8 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
   type Rec = RecordOf<R> & { id: number };
   type Values = Partial<WritableOf<R>>;
   const { read, write } = resource.permissions;
+  /** The permission of each operation: what the service checks, and what REST and GraphQL check first (a 403 before a 400). */
+  const permissions = { list: read, get: read, create: write, replace: write, patch: write, destroy: write, restore: write, applyId: write } as const;
   const listFields = hooks.listFields ?? resource.listFields;
   const fromRow = (hooks.fromRow ?? ((row: Row) => row as Rec)) as (row: Row) => Rec;
   const withDeletedAt = (row: Row) => ({ ...fromRow(row), deletedAt: row.deletedAt }) as Rec;
@@ -164,7 +166,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
   }
 
   /** Runs a statement of a write; a unique or foreign-key violation becomes the resource's 409 or a 400. */
-  async function writeRows(sql: Sql, statement: Statement, values: Record<string, unknown>): Promise<Row[]> {
+  async function writeRows(sql: Sql, statement: Statement, values: Values): Promise<Row[]> {
     try {
       return await sql.rows<Row>(statement.text, statement.params);
     } catch (err) {
@@ -192,7 +194,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
     sql: Sql,
     caller: Caller,
     target: { id: number; mayCreate?: boolean } | null,
-    values: Record<string, unknown>,
+    values: Values,
     run: (sql: Sql, current: Rec | null) => Promise<T>,
   ): Promise<T> {
     const checks = hooks.checks;
@@ -211,6 +213,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
   return {
     resource,
+    permissions,
     listFields,
     /** A top-level list's inputs, parsed against this resource's list fields. */
     parseList: (input: RecordListInput) => parseRecordQuery(input, listFields),
@@ -221,7 +224,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
      * total is counted beside the page, not after it.
      */
     async list(caller: Caller, sql: Sql, q: RecordQuery, options: ListOptions = {}): Promise<Page<Rec>> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.list);
       const { scope } = q;
       const where = andAll(deletedScopeSql(scope), q.where);
       const columns = columnsFor(options.fields, scope);
@@ -234,7 +237,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
     async connection(caller: Caller, sql: Sql, keyset: RecordKeysetQuery, options: ListOptions = {}): Promise<Connection<Rec>> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.list);
       const { scope } = keyset;
       const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
       const columns = columnsFor(options.fields, scope);
@@ -251,13 +254,13 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
     async find(caller: Caller, sql: Sql, id: number, options: ReadOptions = {}): Promise<Rec | null> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const [row] = await sql.rows<Row>(byId(options.fields), [id]);
       return row ? fromRow(row) : null;
     },
 
     async get(caller: Caller, sql: Sql, id: number): Promise<Rec> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const [row] = await sql.rows<Row>(BY_ID, [id]);
       if (!row) throw notFound(id);
       return fromRow(row);
@@ -265,7 +268,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
     async findMany(caller: Caller, sql: Sql, ids: readonly number[], options: ReadOptions = {}): Promise<Rec[]> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const text =
         options.fields && projects
           ? `select ${columnsFor(options.fields)} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`
@@ -279,7 +282,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
      * claimed; the id of a record that exists, even deleted, is a 409; any other id a 400.
      */
     async create(caller: Caller, sql: Sql, values: Values, id?: number): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.create);
       const statement = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
       const [row] = await checked(sql, caller, null, values, (runner) => writeRows(runner, statement, values));
       if (row) return fromRow(row);
@@ -293,7 +296,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
      * has no record yet, creates it.
      */
     async replace(caller: Caller, sql: Sql, id: number, values: Values): Promise<Replaced<Rec>> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.replace);
       const claim = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
       const attempt = () =>
         checked(sql, caller, { id, mayCreate: true }, values, async (runner, current): Promise<Replaced<Rec> | null> => {
@@ -316,7 +319,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** Changes the given fields of the live record (PATCH, a user's status: `action` names it in the audit log). */
     async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch'): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.patch);
       const [row] = await checked(sql, caller, { id }, values, (runner, current) =>
         writeRows(runner, updateStatement(resource, id, values, action, { ...context(caller), alsoSet: current && hooks.onChange?.(current) }), values),
       );
@@ -326,7 +329,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** Soft delete, with what depends on the record; `action` names it in the audit log (a token's is `revoke`). */
     async destroy(caller: Caller, sql: Sql, id: number, action: AuditAction = 'delete'): Promise<void> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.destroy);
       const statement = deleteStatement(resource, id, action, context(caller));
       const run = (runner: Sql) => runner.rows(statement.text, statement.params);
       const guard = hooks.cascadeGuard;
@@ -356,7 +359,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
      * record holds now, and whatever the resource's restore check refuses.
      */
     async restore(caller: Caller, sql: Sql, id: number): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.restore);
       return sql.transaction(async (tx) => {
         const current = await lock(tx, id);
         if (!current) throw notFound(id);
@@ -364,8 +367,9 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
         hooks.checks?.guard?.(current.record, caller);
         await hooks.checks?.restore?.(tx, caller, current.record);
         const statement = restoreStatement(resource, id, { ...context(caller), alsoSet: hooks.onChange?.(current.record) });
-        // A live record may hold the unique value the restored one had (unique indexes cover live rows).
-        const [row] = await writeRows(tx, statement, current.record as Record<string, unknown>);
+        // A live record may hold the unique value the restored one had (unique indexes cover live
+        // rows): the conflict names it from the record's own values (its dates as the wire's text).
+        const [row] = await writeRows(tx, statement, current.record as unknown as Values);
         const { live: _live, ...record } = row;
         return fromRow(record);
       });
@@ -373,7 +377,7 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
     /** Reserves the next id of the record's own sequence; a later PUT (or create) on it makes the record. */
     async applyId(caller: Caller, sql: Sql): Promise<number> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.applyId);
       const statement = applyStatement(resource, context(caller));
       const [row] = await sql.rows<{ id: number }>(statement.text, statement.params);
       return row.id;

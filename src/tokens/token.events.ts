@@ -7,10 +7,13 @@ import type { ChangeEvent } from '../realtime/events.js';
 import type { StreamFilter } from '../realtime/hub.js';
 import { ChangeAction, eventFields, optionalId, realtimeOf, recordOf, subscriberOf } from '../realtime/realtime.graphql.js';
 import { tokenTypes } from './token.graphql.js';
+import { tokens } from './token.resource.js';
 import type { TokenService } from './token.service.js';
 
+const { read } = tokens.permissions;
+
 /** Whether a caller may stream a user's tokens: token:read, or the user is its own. */
-const mayReadTokensOf = (caller: Caller, userId: number | null) => can(caller, 'token:read') || (userId !== null && userId === caller.userId);
+const mayReadTokensOf = (caller: Caller, userId: number | null) => can(caller, read) || (userId !== null && userId === caller.userId);
 
 /** `tokenEvents(after, userID)` and TokenEvent: the changes of tokens, of one user's with userID (which may be the caller's own without token:read). */
 export function tokenEvents(api: GraphQLApi<TokenService>): ClassType[] {
@@ -32,7 +35,7 @@ export function tokenEvents(api: GraphQLApi<TokenService>): ClassType[] {
       subscribe: async ({ args, context }) => {
         const caller = subscriberOf(context);
         const userId = optionalId(args.userID, 'userID');
-        if (!mayReadTokensOf(caller, userId)) requirePermission(caller, 'token:read');
+        if (!mayReadTokensOf(caller, userId)) requirePermission(caller, read);
         const filter: StreamFilter = {
           matches: (e) => e.resource === 'token' && (userId === null || e.userID === userId),
           sql: {
@@ -57,7 +60,7 @@ export function tokenEvents(api: GraphQLApi<TokenService>): ClassType[] {
     })
     token(@Root() event: TokenEvent, @Ctx() ctx: GraphQLContext) {
       const caller = callerOf(ctx);
-      requirePermission(caller, 'token:read');
+      requirePermission(caller, read);
       return recordOf(event.event, () => api.service(ctx).find(caller, ctx.sql, event.id));
     }
   }

@@ -9,7 +9,7 @@ import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
 import { compileKeyset } from '../list/keyset.js';
-import { compileList } from '../list/list.js';
+import { compileList, compileQuery } from '../list/list.js';
 import type { GraphQLApi } from '../module/module.js';
 import { users, type UserRecord } from '../users/user.resource.js';
 import { userTypes } from '../users/user.graphql.js';
@@ -37,7 +37,10 @@ const viewerQuery = (api: GraphQLApi<TokenService>) => (resolver: ClassType) => 
 const bulkRevoke = (api: GraphQLApi<TokenService>) => (resolver: ClassType) => {
   const d = method(resolver, 'destroyTokens', async (filter: object, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    return api.service(ctx).destroyMatching(caller, ctx.sql, listInput({ filter }).filter ?? {});
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.destroyMatching);
+    const { where } = compileQuery({ filter: listInput({ filter }).filter ?? {} }, service.listFields);
+    return service.destroyMatching(caller, ctx.sql, where);
   });
   params(
     resolver,
@@ -81,8 +84,8 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
     async tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
       return ctx.loaders
         .byField(info, () => {
-          requirePermission(callerOf(ctx), 'token:read');
           const service = api.service(ctx);
+          requirePermission(callerOf(ctx), service.permissions.listForUsers);
           const list = compileList(listInput(args), service.listFields);
           const count = selects(info, 'total');
           return (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count);
@@ -103,8 +106,8 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
     ) {
       return ctx.loaders
         .byField(info, () => {
-          requirePermission(callerOf(ctx), 'token:read');
           const service = api.service(ctx);
+          requirePermission(callerOf(ctx), service.permissions.listForUsers);
           const keyset = compileKeyset(connectionInput(args), service.listFields);
           const count = selects(info, 'totalCount');
           return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);

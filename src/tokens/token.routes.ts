@@ -1,5 +1,6 @@
 import { errors, json, param, READ_ERRORS, ref } from '../http/openapi-schemas.js';
 import { recordRoutes } from '../http/record-routes.js';
+import { compileQuery } from '../list/list.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import type { TokenService } from './token.service.js';
 
@@ -29,7 +30,7 @@ export function tokenRoutes(tokens: TokenService, basePath: string): RouteSpec[]
     {
       method: 'DELETE',
       path: '/token',
-      permission: 'token:write',
+      permission: tokens.permissions.destroyMatching,
       docs: {
         tag: TAG,
         trailingSlash: true,
@@ -53,7 +54,10 @@ export function tokenRoutes(tokens: TokenService, basePath: string): RouteSpec[]
         },
       },
       handle: async (ctx, caller, sql) => {
-        ctx.body = await tokens.destroyMatching(caller, sql, ctx.query.filter);
+        // Absent or blank: no condition, which the service refuses (never every token).
+        const { filter } = ctx.query;
+        const blank = filter === undefined || (typeof filter === 'string' && filter.trim() === '');
+        ctx.body = await tokens.destroyMatching(caller, sql, blank ? null : compileQuery({ filter }, tokens.listFields).where);
       },
     },
   ];

@@ -12,10 +12,11 @@ import type { UserService } from './user.service.js';
 const statusMutation = (api: GraphQLApi<UserService>) => (resolver: ClassType) => {
   const d = method(resolver, 'updateStatus', async (id: string, status: number, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    requirePermission(caller, 'user:write');
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.updateStatus);
     const userId = parseId(id);
     const values = parseWrite(USER_STATUS_BODY, { status }, 'create') as { status: number };
-    return api.service(ctx).updateStatus(caller, ctx.sql, userId, values.status);
+    return service.updateStatus(caller, ctx.sql, userId, values.status);
   });
   params(
     resolver,

@@ -41,7 +41,7 @@ export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
         destroy: 'Its tokens (they stop authenticating at once) and its application and role links go with it.',
       },
     }),
-    { method: 'PATCH', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PATCH'), handle: setStatus },
-    { method: 'PUT', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PUT'), handle: setStatus },
+    { method: 'PATCH', path: '/user/:id/status', permission: users.permissions.updateStatus, docs: statusDocs('PATCH'), handle: setStatus },
+    { method: 'PUT', path: '/user/:id/status', permission: users.permissions.updateStatus, docs: statusDocs('PUT'), handle: setStatus },
   ];
 }

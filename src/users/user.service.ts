@@ -20,6 +20,7 @@ export function userService(deps: RecordDeps & { scopes: ScopeVocabulary }) {
   );
   return {
     ...records,
+    permissions: { ...records.permissions, updateStatus: records.permissions.patch },
     /** Sets a user's status (an audit event of its own kind: `status`). */
     updateStatus: (caller: Caller, sql: Sql, id: number, status: number): Promise<UserRecord> => records.patch(caller, sql, id, { status }, 'status'),
   };
