@@ -60,6 +60,35 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     labelNames: ['result'] as const,
     registers: [registry],
   });
+  dbGauges(registry, db);
+  const realtime = realtimeMetrics(registry);
+
+  return {
+    realtime,
+    observe(ctx) {
+      const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
+      duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
+      requests.inc(labels);
+      const operation = ctx.state.graphql;
+      if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
+      if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
+    },
+    endpoint: async function metricsEndpoint(ctx) {
+      if (group) {
+        // A worker of WORKERS=n: the whole group's, from the primary.
+        const { text, contentType } = await group();
+        ctx.set('Content-Type', contentType);
+        ctx.body = text;
+        return;
+      }
+      ctx.set('Content-Type', registry.contentType);
+      ctx.body = await registry.metrics();
+    },
+  };
+}
+
+/** The database pool's and the read replicas' gauges, read when scraped. */
+function dbGauges(registry: Registry, db: Pick<Database, 'poolStats' | 'replicaStates'>): void {
   const pool = (name: string, help: string, read: (stats: ReturnType<Database['poolStats']>) => number) =>
     new Gauge({
       name,
@@ -93,7 +122,10 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
       for (const r of db.replicaStates()) this.set({ replica: r.name }, r.usable ? 1 : 0);
     },
   });
+}
 
+/** What the subscriptions count (src/realtime/). */
+function realtimeMetrics(registry: Registry): RealtimeMetrics {
   const connections = new Gauge({
     name: 'realtime_connections',
     help: 'Open subscription connections, by transport (ws: graphql-ws over WebSocket, sse: graphql-sse)',
@@ -117,31 +149,10 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
   for (const transport of ['ws', 'sse']) connections.set({ transport }, 0);
 
   return {
-    realtime: {
-      connected: (transport, delta) => connections.inc({ transport }, delta),
-      // Operations are the schema's subscription fields: a bounded set.
-      subscribed: (operation, delta) => subscriptions.inc({ operation }, delta),
-      sent: (count) => eventsSent.inc(count),
-      closed: (transport, reason) => closes.inc({ transport, reason }),
-    },
-    observe(ctx) {
-      const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
-      duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
-      requests.inc(labels);
-      const operation = ctx.state.graphql;
-      if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
-      if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });
-    },
-    endpoint: async function metricsEndpoint(ctx) {
-      if (group) {
-        // A worker of WORKERS=n: the whole group's, from the primary.
-        const { text, contentType } = await group();
-        ctx.set('Content-Type', contentType);
-        ctx.body = text;
-        return;
-      }
-      ctx.set('Content-Type', registry.contentType);
-      ctx.body = await registry.metrics();
-    },
+    connected: (transport, delta) => connections.inc({ transport }, delta),
+    // Operations are the schema's subscription fields: a bounded set.
+    subscribed: (operation, delta) => subscriptions.inc({ operation }, delta),
+    sent: (count) => eventsSent.inc(count),
+    closed: (transport, reason) => closes.inc({ transport, reason }),
   };
 }

@@ -4,7 +4,7 @@ import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import type { Database } from '../db/database.js';
-import { cachedRead } from '../read-cache/rest.js';
+import { cachedRead } from './cached-read.js';
 import type { ReadCache } from '../read-cache/store.js';
 import type { AppContext, AppState, RouteContext } from './context.js';
 import { readBody, type BodyKind } from './middleware.js';

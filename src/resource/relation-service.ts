@@ -19,14 +19,9 @@ export type LinkLookup = { parent: false } | { parent: true; link: RelationItem 
 /** A literal SQL value of a link field's default (what a new or revived link starts with). */
 const literal = (value: unknown) => (typeof value === 'number' ? String(value) : value === null ? 'null' : `'${String(value).replace(/'/g, "''")}'`);
 
-/**
- * The operations over one relation (src/resource/relation.ts), on behalf of a caller holding the
- * parent's permission (a user's links need `user:read` to read and `user:write` to change, as the
- * user's own fields do): a parent's list, many parents' pages at once (GraphQL's nested fields),
- * link and unlink (idempotent and atomic), one link, and a change of a link's fields.
- */
-export function relationService(relation: Relation, options: { changeAction?: AuditAction } = {}) {
-  const { parent, child, table, parentColumn, childColumn, source } = relation;
+/** What the reads and the writes of a relation share: its statements, its 404s, the parent's lock and the link events. */
+function relationCore(relation: Relation, options: { changeAction?: AuditAction }) {
+  const { parent, child, parentColumn, childColumn, source } = relation;
   const permissions = { list: parent.permissions.read, change: parent.permissions.write } as const;
   const LIVE_PARENT = `select 1 as live from ${parent.table} where id = ? and deleted_at is null`;
   const LINK_BY_IDS = `select ${source.columns} from ${source.from} where l.${parentColumn} = ? and l.${childColumn} = ? and ${LIVE_LINK.sql}`;
@@ -60,10 +55,15 @@ export function relationService(relation: Relation, options: { changeAction?: Au
     await tx.rows(statement.text, statement.params);
   }
 
-  return {
-    relation,
-    permissions,
+  return { relation, options, permissions, LIVE_PARENT, LINK_BY_IDS, fresh, parentNotFound, notLinked, lockLiveParent, audit };
+}
 
+type Core = ReturnType<typeof relationCore>;
+
+/** The reads: a parent's list, many parents' pages and connections, one link. */
+function relationReads({ relation, permissions, LIVE_PARENT, LINK_BY_IDS, parentNotFound, notLinked }: Core) {
+  const { source } = relation;
+  return {
     /** One parent's items (REST's /user/{id}/application/): the page, its total and the parent's check at once. */
     async list(caller: Caller, sql: Sql, parentId: number, q: CompiledList): Promise<Page<RelationItem>> {
       requirePermission(caller, permissions.list);
@@ -107,6 +107,22 @@ export function relationService(relation: Relation, options: { changeAction?: Au
       return connectionsByParent(sql, source, parentIds, keyset, count, relation.columnsOf(selection));
     },
 
+    /** Whether the parent is live, and its link to the child (both read at once). */
+    async find(caller: Caller, sql: Sql, parentId: number, childId: number): Promise<LinkLookup> {
+      requirePermission(caller, permissions.list);
+      const [found, [row]] = await Promise.all([sql.rows(LIVE_PARENT, [parentId]), sql.rows(LINK_BY_IDS, [parentId, childId])]);
+      return found.length === 0 ? { parent: false } : { parent: true, link: row ? source.fromRow(row) : null };
+    },
+
+    /** The 404 of a lookup that found no link: naming the parent when it is not live, else the missing link. */
+    notFound: (lookup: LinkLookup, parentId: number, childId: number): AppError => (lookup.parent ? notLinked(parentId, childId) : parentNotFound(parentId)),
+  };
+}
+
+/** The writes: link, unlink, a link's fields. */
+function relationWrites({ relation, options, permissions, LINK_BY_IDS, fresh, notLinked, lockLiveParent, audit }: Core) {
+  const { child, table, parentColumn, childColumn, source } = relation;
+  return {
     /**
      * Links are idempotent and atomic: all ids must name live children (else 400 listing the
      * unknown ones, and nothing changes); ids already linked are left alone; the count is of links
@@ -166,16 +182,6 @@ export function relationService(relation: Relation, options: { changeAction?: Au
       });
     },
 
-    /** Whether the parent is live, and its link to the child (both read at once). */
-    async find(caller: Caller, sql: Sql, parentId: number, childId: number): Promise<LinkLookup> {
-      requirePermission(caller, permissions.list);
-      const [found, [row]] = await Promise.all([sql.rows(LIVE_PARENT, [parentId]), sql.rows(LINK_BY_IDS, [parentId, childId])]);
-      return found.length === 0 ? { parent: false } : { parent: true, link: row ? source.fromRow(row) : null };
-    },
-
-    /** The 404 of a lookup that found no link: naming the parent when it is not live, else the missing link. */
-    notFound: (lookup: LinkLookup, parentId: number, childId: number): AppError => (lookup.parent ? notLinked(parentId, childId) : parentNotFound(parentId)),
-
     /**
      * Changes a link's fields (PUT of a link's `right`); never creates a link (404 when there is
      * none). An audit event of the parent, with the child's id and each changed field, when
@@ -214,6 +220,17 @@ export function relationService(relation: Relation, options: { changeAction?: Au
       });
     },
   };
+}
+
+/**
+ * The operations over one relation (src/resource/relation.ts), on behalf of a caller holding the
+ * parent's permission (a user's links need `user:read` to read and `user:write` to change, as the
+ * user's own fields do): a parent's list, many parents' pages at once (GraphQL's nested fields),
+ * link and unlink (idempotent and atomic), one link, and a change of a link's fields.
+ */
+export function relationService(relation: Relation, options: { changeAction?: AuditAction } = {}) {
+  const core = relationCore(relation, options);
+  return { relation, permissions: core.permissions, ...relationReads(core), ...relationWrites(core) };
 }
 
 export type RelationService = ReturnType<typeof relationService>;

@@ -128,11 +128,16 @@ export interface RecordDeps {
   cascadeOf(resource: Resource): readonly Cascade[];
 }
 
-export function recordService<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
-  // Deletes take the links of its relations with them, after the dependents its definition names.
-  const resource: R = { ...definition, cascade: [...(definition.cascade ?? []), ...deps.cascadeOf(definition)] };
+/**
+ * What the reads and the writes of one resource share: the resource (its cascade completed with its
+ * relations'), each operation's permission, its statements, how a row becomes its record, the
+ * count, the locks and the checks of a write.
+ */
+function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
   type Rec = RecordOf<R> & { id: number };
   type Values = Partial<WritableOf<R>>;
+  // Deletes take the links of its relations with them, after the dependents its definition names.
+  const resource: R = { ...definition, cascade: [...(definition.cascade ?? []), ...deps.cascadeOf(definition)] };
   const { read, write } = resource.permissions;
   /** The permission of each operation: what the service checks, and what REST and GraphQL check first (a 403 before a 400). */
   const permissions = { list: read, get: read, create: write, replace: write, patch: write, destroy: write, restore: write, applyId: write } as const;
@@ -213,8 +218,33 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
 
   return {
     resource,
+    hooks,
     permissions,
     listFields,
+    fromRow,
+    columnsFor,
+    presenterOf,
+    byId,
+    BY_ID,
+    BY_IDS,
+    countMatches,
+    writeRows,
+    lock,
+    checked,
+    notFound,
+    context,
+    whereSql,
+    projects,
+  };
+}
+
+type Core<R extends Resource> = ReturnType<typeof recordCore<R>>;
+
+/** The reads: a page, a keyset page, one record (null or a 404), many by id. */
+function recordReads<R extends Resource>(core: Core<R>) {
+  type Rec = RecordOf<R> & { id: number };
+  const { resource, permissions, listFields, fromRow, columnsFor, presenterOf, byId, BY_ID, BY_IDS, countMatches, notFound, whereSql, projects } = core;
+  return {
     /** A top-level list's inputs, parsed against this resource's list fields. */
     parseList: (input: RecordListInput) => parseRecordQuery(input, listFields),
     parseKeyset: (input: RecordConnectionInput) => parseRecordKeyset(input, listFields),
@@ -275,7 +305,15 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
           : BY_IDS;
       return (await sql.rows<Row>(text, [idArray(ids)])).map(fromRow);
     },
+  };
+}
 
+/** The writes: create, replace (PUT), patch, destroy (soft), restore, apply id. */
+function recordWrites<R extends Resource>(core: Core<R>) {
+  type Rec = RecordOf<R> & { id: number };
+  type Values = Partial<WritableOf<R>>;
+  const { resource, hooks, permissions, fromRow, writeRows, lock, checked, notFound, context } = core;
+  return {
     /**
      * Creates a record with the next id, or with `id` (docs/rest.md#conventions): the original service's clients
      * reserve one with "apply id" and then create the record with it. A reserved, unused id is
@@ -383,6 +421,11 @@ export function recordService<R extends Resource>(definition: R, hooks: RecordHo
       return row.id;
     },
   };
+}
+
+export function recordService<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
+  const core = recordCore(definition, hooks, deps);
+  return { resource: core.resource, permissions: core.permissions, listFields: core.listFields, ...recordReads(core), ...recordWrites(core) };
 }
 
 export type RecordService<R extends Resource> = ReturnType<typeof recordService<R>>;

@@ -64,9 +64,13 @@ export function tokenListFields(keyring: Keyring): ListFields {
   };
 }
 
-export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
+/**
+ * The record operations of tokens: their secrets sealed and opened with the key ring, `client` set
+ * from the caller, and the rules of the grant (scope), the owner (a live user) and the unique
+ * accessToken, under every key held during a rotation.
+ */
+function tokenRecords(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
   const conflict = () => AppError.conflict('a live token with this accessToken already exists', [{ field: 'accessToken', message: 'is already in use' }]);
-  const listFields = tokenListFields(keyring);
 
   /**
    * A token read from its row: the secrets opened with the service's keys. A secret under a key the
@@ -94,7 +98,7 @@ export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: Re
   const records = recordService(
     tokens,
     {
-      listFields,
+      listFields: tokenListFields(keyring),
       fromRow,
       encode,
       conflict,
@@ -135,6 +139,11 @@ export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: Re
     deps,
   );
 
+  return { records, fromRow };
+}
+
+export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
+  const { records, fromRow } = tokenRecords(keyring, scopes, deps);
   const userTokens: NestedSource<TokenRecord> = {
     from: 'tokens t',
     columns: tokens.columns,

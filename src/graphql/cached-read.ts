@@ -1,8 +1,8 @@
 import type { GraphQLSchema } from 'graphql';
 import type { Caller } from '../auth/caller.js';
-import { CacheableDocuments } from '../graphql/cacheable.js';
 import type { AppContext } from '../http/context.js';
-import { ownBytes, type ReadCache } from './store.js';
+import { ownBytes, type ReadCache } from '../read-cache/store.js';
+import { CacheableDocuments } from './cacheable.js';
 
 /** A clean answer as Apollo made it, and the operation it ran (for the request log and metrics). */
 interface KeptAnswer {
