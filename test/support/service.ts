@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { AnyModule } from '../../src/module/module.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
 
@@ -125,7 +126,8 @@ export async function newTestDatabase(): Promise<TestDatabase> {
   return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
 }
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+/** `modules`: the service's modules, when not src/modules.ts's (a made-up module registered beside them). */
+export async function startTestService(env: Record<string, string> = {}, options: { modules?: readonly AnyModule[] } = {}): Promise<TestService> {
   const adminToken = `admin-${randomBytes(16).toString('hex')}`;
   const database = await newTestDatabase();
   const config = loadConfig({
@@ -148,6 +150,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     createLogger(config.logLevel, (line) => logLines.push(line)),
     {
       onStatement: (sql) => queries.push(sql),
+      modules: options.modules,
     },
   );
   const base = running.url + config.basePath;
