@@ -1,6 +1,5 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
 import {
-  BREAK,
   coerceInputValue,
   execute,
   getNamedType,
@@ -10,7 +9,6 @@ import {
   Kind,
   printSchema,
   typeFromAST,
-  visit,
   type DocumentNode,
   type ExecutionResult,
   type GraphQLInputType,
@@ -77,25 +75,6 @@ function isRecursive(type: GraphQLInputType): boolean {
   return known;
 }
 
-/**
- * Whether a document asks for a subgraph's `_entities` (src/graphql/federation.ts). graphql-jit
- * (0.8.9) puts the null of a failed item of a list whose items resolve as promises at the end of
- * the list (`push(null)`) rather than at the item's index, so the items after it shift, and a
- * trailing one goes missing; a router matches `_entities` answers to its references by position,
- * and a reference the caller may not read fails alone. Such a document runs on graphql-js.
- */
-function asksForEntities(document: DocumentNode): boolean {
-  let found = false;
-  visit(document, {
-    Field(node) {
-      if (node.name.value !== '_entities') return undefined;
-      found = true;
-      return BREAK;
-    },
-  });
-  return found;
-}
-
 function compiledFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, operationName: string | null): CompiledQuery | null {
   let byName = compiled.get(document);
   if (!byName) {
@@ -108,12 +87,10 @@ function compiledFor(schema: GraphQLSchema, document: DocumentNode, operation: O
   const key = operationName ?? '';
   let query = byName.get(key);
   if (query === undefined) {
-    const jitable =
-      !asksForEntities(document) &&
-      (operation.variableDefinitions ?? []).every((d) => {
-        const type = typeFromAST(schema, d.type) as GraphQLInputType | undefined;
-        return type !== undefined && !isRecursive(type);
-      });
+    const jitable = (operation.variableDefinitions ?? []).every((d) => {
+      const type = typeFromAST(schema, d.type) as GraphQLInputType | undefined;
+      return type !== undefined && !isRecursive(type);
+    });
     const result = jitable ? compileQuery(schema, document, operationName ?? undefined) : null;
     query = result && isCompiledQuery(result) ? result : null;
     byName.set(key, query);

@@ -117,10 +117,18 @@ export function subgraphSchema(schema: GraphQLSchema): GraphQLSchema {
 }
 
 /**
- * `_entities` refusing representations that do not name an entity (a router's mistake) with
- * BAD_USER_INPUT naming the first one, before @apollo/subgraph's resolver, which would fail on
- * them with an internal error. Each entity checks its own reference's key (an id, else
- * BAD_USER_INPUT at that reference's path).
+ * @apollo/subgraph's `_entities` resolver, around which:
+ *
+ * - representations that do not name an entity (a router's mistake) are refused with
+ *   BAD_USER_INPUT naming the first one, before the resolver, which would fail on them with an
+ *   internal error (each entity checks its reference's key itself: an id, else BAD_USER_INPUT at
+ *   that reference's path);
+ * - the list is answered settled, a failed reference as its error: graphql-js and graphql-jit
+ *   both answer an Error item as null with the error at the item's path, while graphql-jit
+ *   (0.8.9) puts the null of a rejected promise item at the end of the list (`push(null)`)
+ *   rather than at its index, which shifts the items after it (a router matches `_entities`
+ *   answers to its references by position). Every reference is asked for before any is
+ *   awaited: DataLoader still reads each type in one statement.
  */
 function checkingRepresentations(
   resolve: GraphQLFieldResolver<unknown, GraphQLContext>,
@@ -134,7 +142,8 @@ function checkingRepresentations(
     if (bad !== -1) {
       throw AppError.invalid([{ field: `representations[${bad}].__typename`, message: `must name an entity: ${entityNames.join(', ')}` }]);
     }
-    return resolve(source, args, context, info);
+    const items = resolve(source, args, context, info) as unknown[];
+    return Promise.all(items.map((item) => Promise.resolve(item).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
   };
 }
 
