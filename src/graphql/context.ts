@@ -25,9 +25,9 @@ export interface GraphQLContext {
   http?: { graphql?: { name: string | null; type: string } };
 }
 
-/** A record service's read of live records by id (src/resource/service.ts). */
+/** A record service's read of live records by id, of all their fields or of those named (src/resource/service.ts). */
 export interface RecordsById<T> {
-  findMany(caller: Caller, sql: Sql, ids: readonly number[]): Promise<T[]>;
+  findMany(caller: Caller, sql: Sql, ids: readonly number[], options?: { fields?: ReadonlySet<string> }): Promise<T[]>;
 }
 
 /** The caller; the HTTP layer lets a request without one through only for introspection. */
@@ -44,7 +44,7 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
-  private readonly byIds = new Map<RecordsById<unknown>, DataLoader<number, unknown>>();
+  private readonly byIds = new Map<RecordsById<unknown>, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
 
   constructor(
     private readonly services: Services,
@@ -60,17 +60,21 @@ export class Loaders {
   /**
    * Live records of one service by id: every id asked for in a request is one statement (the
    * service's `findMany`, which checks the caller's read permission), null for an absent or
-   * deleted record. One loader per service, so per record type.
+   * deleted record. One loader per service (so per record type) and set of fields: `fields`, as
+   * `selectedFields` answers them for one field of the document (the same set each time), reads
+   * only those columns; without it, whole records.
    */
-  byId<T extends { id: number }>(service: RecordsById<T>): DataLoader<number, T | null> {
-    let loader = this.byIds.get(service);
+  byId<T extends { id: number }>(service: RecordsById<T>, fields?: ReadonlySet<string>): DataLoader<number, T | null> {
+    let byFields = this.byIds.get(service);
+    if (!byFields) this.byIds.set(service, (byFields = new Map()));
+    let loader = byFields.get(fields);
     if (!loader) {
       loader = new DataLoader<number, T | null>(async (ids) => {
-        const found = await service.findMany(this.requireCaller(), this.sql, ids);
+        const found = await service.findMany(this.requireCaller(), this.sql, ids, fields ? { fields } : {});
         const byId = new Map(found.map((record) => [record.id, record]));
         return ids.map((id) => byId.get(id) ?? null);
       });
-      this.byIds.set(service, loader);
+      byFields.set(fields, loader);
     }
     return loader as DataLoader<number, T | null>;
   }

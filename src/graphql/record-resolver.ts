@@ -221,10 +221,11 @@ export function recordResolver<R extends Resource>(
     },
   };
   if (options.entity) {
-    Entity(async (reference, ctx) => {
+    Entity(async (reference, ctx, info) => {
       const caller = callerOf(ctx);
       requirePermission(caller, read);
-      return ctx.loaders.byId(serviceOf(ctx)).load(parseId(reference.id));
+      // The columns of the fields `_entities` selects (those of other types' fragments are no columns here).
+      return ctx.loaders.byId(serviceOf(ctx), selectedFields(info)).load(parseId(reference.id));
     })(types.Type);
   }
   for (const mutation of options.mutations) {

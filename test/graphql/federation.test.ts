@@ -89,6 +89,31 @@ describe('_entities', () => {
     ]);
   });
 
+  test('an entity’s nested fields resolve as they do under user(id) and token(id), reading only the columns asked for', async () => {
+    const [u0] = seeded.users;
+    const [token] = seeded.tokens;
+    svc.queries.length = 0;
+    const res = await svc.graphql(
+      `query($representations: [_Any!]!) {
+        _entities(representations: $representations) {
+          ... on User { firstName tokens { total data { id } } }
+          ... on Token { scope user { id lastName } }
+        }
+      }`,
+      { representations: [ref('User', u0), ref('Token', token)] },
+    );
+    const statements = [...svc.queries];
+    expect(res.body.errors).toBeUndefined();
+    const direct = await gql(
+      `query($u0: ID!, $token: ID!) { user(id: $u0) { firstName tokens { total data { id } } } token(id: $token) { scope user { id lastName } } }`,
+      { u0, token },
+    );
+    expect(res.body.data._entities).toEqual([direct.user, direct.token]);
+    // The users' statement for the User references reads the columns selected (and the id), not whole rows.
+    const userReads = statements.filter((q) => /from users t where t\.id = any\(/.test(q));
+    expect(userReads.some((q) => /^select t\.id as "id", t\.first_name as "firstName" from users/.test(q))).toBe(true);
+  });
+
   test('reads all the references of one type in one statement, however many (50 users, 20 of each other type: four statements)', async () => {
     const users = [];
     for (let i = 0; i < 50; i++) users.push(ref('User', seeded.users[i % seeded.users.length] + (i >= 3 ? 1_000_000 + i : 0)));
