@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { subgraphSchemaText } from '../../src/graphql/schema.js';
 import { HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { bearer, collect, sseConnect, wsConnect } from '../support/subscriptions.js';
 import { admin, adminCreate, gql, svc, tokenFor, uniq, useService } from '../support/graphql-platform.js';
 
 /**
@@ -258,6 +259,28 @@ describe('_service { sdl }', () => {
     expect(`${alone.body.data._service.sdl}\n`).toBe(file);
     const more = await svc.graphql('{ _service { sdl } users { total } }', undefined, { token: null });
     expect(more.status).toBe(401);
+  });
+});
+
+describe('subscriptions', () => {
+  test('stay on this service’s own endpoint, over WebSocket and over SSE, as without the subgraph', async () => {
+    const [latest] = await svc.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events');
+    // From the last event on (`after`): the write below is delivered however soon the subscription starts.
+    const query = 'subscription($after: ID) { userEvents(after: $after) { action user { lastName } } }';
+    const ws = wsConnect(svc.url, bearer(svc.adminToken));
+    const sse = sseConnect(svc.url, svc.adminToken);
+    try {
+      const overWs = collect(ws.client, query, { after: latest.id });
+      const overSse = collect(sse, query, { after: latest.id });
+      const lastName = uniq('subscribed');
+      await adminCreate('/user/', { firstName: 'Sub', lastName });
+      for (const received of [await overWs.atLeast(1), await overSse.atLeast(1)]) {
+        expect(received[0]).toEqual({ data: { userEvents: { action: 'CREATE', user: { lastName } } } });
+      }
+    } finally {
+      await ws.client.dispose();
+      sse.dispose();
+    }
   });
 });
 
