@@ -198,6 +198,17 @@ describe('_entities', () => {
     expect(svc.logLines.filter((line) => /"level":"error"/.test(line))).toEqual([]);
   });
 
+  test('counts toward the cost limit as one record per reference: what 15 references may ask, 30 may not', async () => {
+    const query = `query($representations: [_Any!]!) { _entities(representations: $representations) { ... on User { tokens(pageSize: 1000) { total } } } }`;
+    const refs = (n: number) => Array.from({ length: n }, () => ref('User', seeded.users[0]));
+    const allowed = await svc.graphql(query, { representations: refs(15) });
+    expect(allowed.status).toBe(200);
+    expect(allowed.body.data._entities).toHaveLength(15);
+    const refused = await svc.graphql(query, { representations: refs(30) });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0].extensions).toEqual(expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', cost: 30_031, maxCost: 20_000 }));
+  });
+
   test('without a token, or with a wrong one: 401 UNAUTHENTICATED, as every other query', async () => {
     for (const token of [null, 'not-a-token']) {
       const res = await entities([ref('User', seeded.users[0])], { token });
