@@ -37,7 +37,7 @@ import type { GraphQLContext } from './context.js';
  * out of the supergraph's API, so no router offers a subscription it would have to proxy.
  */
 
-/** The Federation version the subgraph links: 2.3 is composed by every router in use (Apollo Router 1.x and 2.x, @apollo/gateway 2, Hive Gateway). */
+/** The Federation version the subgraph links: 2.3 (@key and @inaccessible are all it needs; routers of the last years compose it). */
 export const FEDERATION_SPEC = 'https://specs.apollo.dev/federation/v2.3';
 
 /** The type extension that declares a record type an entity keyed by `id`. */
