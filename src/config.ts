@@ -36,6 +36,11 @@ export interface Config {
   production: boolean;
   /** Introspection and Apollo Sandbox on GET /graphql: on outside production, else GRAPHQL_INTROSPECTION=true. */
   graphqlIntrospection: boolean;
+  /**
+   * GRAPHQL_FEDERATION: /graphql serves the schema as an Apollo Federation 2 subgraph (`_service`,
+   * `_entities`, entities keyed by id; docs/graphql.md#behind-a-router). Off: schema.graphql as it is.
+   */
+  graphqlFederation: boolean;
   logLevel: LogLevel;
   /** LOG_FORMAT: one JSON line per event (json, the default), or coloured lines for a terminal (pretty). */
   logFormat: 'json' | 'pretty';
@@ -226,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapToken,
     production: env.NODE_ENV === 'production',
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
+    graphqlFederation: flag(env, 'GRAPHQL_FEDERATION', false),
     logLevel,
     logFormat: logFormat(env.LOG_FORMAT),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),

@@ -114,7 +114,15 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     const schema = await graphQLSchema();
     const sse = sseEndpoint({ schema, db, services, hub, log });
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
+    const graphql = await createGraphQL({
+      db,
+      services,
+      log,
+      introspection: config.graphqlIntrospection,
+      federation: config.graphqlFederation,
+      readCache,
+      sse,
+    });
     let draining = false;
     const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in

@@ -1,4 +1,5 @@
 import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginInlineTrace } from '@apollo/server/plugin/inlineTrace';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -28,7 +29,7 @@ import { executorGateway } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
 import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { operationPlugin } from './operation.js';
-import { graphQLSchema } from './schema.js';
+import { graphQLSchema, graphQLSubgraphSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
@@ -55,9 +56,10 @@ const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body 
 /**
  * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
  * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
- * introspection meta-fields (__schema, __type, __typename), and only where introspection is on.
+ * introspection meta-fields (__schema, __type, __typename) or, in a subgraph, its SDL
+ * (`_service`: what introspection tells, in the form routers read), and only where introspection is on.
  */
-function runsWithoutToken(ctx: AppContext): boolean {
+function runsWithoutToken(ctx: AppContext, federation: boolean): boolean {
   const params = paramsOf(ctx);
   if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
   if (typeof params.query !== 'string') return false;
@@ -68,7 +70,8 @@ function runsWithoutToken(ctx: AppContext): boolean {
   } catch {
     return false;
   }
-  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
+  const schemaOnly = (name: string) => name.startsWith('__') || (federation && name === '_service');
+  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && schemaOnly(s.name.value));
 }
 
 /**
@@ -158,12 +161,15 @@ export async function createGraphQL(deps: {
   readCache: ReadCache | null;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
+  /** GRAPHQL_FEDERATION: serve the schema as an Apollo Federation 2 subgraph (src/graphql/federation.ts). */
+  federation?: boolean;
 }): Promise<GraphQLEndpoint> {
   const { db, services, log, introspection } = deps;
-  const schema = await graphQLSchema();
+  const federation = deps.federation ?? false;
+  const schema = federation ? await graphQLSubgraphSchema() : await graphQLSchema();
   const answers = deps.readCache ? new GraphQLReadCache(schema, deps.readCache) : null;
   const apollo = new ApolloServer<GraphQLContext>({
-    gateway: executorGateway({ schema, sql: db.sql, log }),
+    gateway: executorGateway({ schema, sql: db.sql, log, traces: federation }),
     logger: apolloLogger(log),
     introspection,
     // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
@@ -186,9 +192,12 @@ export async function createGraphQL(deps: {
       operationPlugin(), // first: the plugins after it see a resolved query or mutation
       errorsPlugin(log),
       costLimitPlugin(),
+      // A subgraph answers Apollo's inline trace (`extensions.ftv1`) when, and only when, the router
+      // asks for it (`apollo-federation-include-trace: ftv1`): Apollo's plugin decides, per request.
+      // Error messages in traces are masked (a message may quote a value the client sent).
+      federation ? ApolloServerPluginInlineTrace({ includeErrors: { masked: true } }) : ApolloServerPluginInlineTraceDisabled(),
       // Apollo adds these by default: cache hints no one reads here, and reports to Apollo's cloud.
       ApolloServerPluginCacheControlDisabled(),
-      ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
     ],
@@ -242,7 +251,7 @@ export async function createGraphQL(deps: {
           () => true,
           () => false,
         ));
-      if (readable && runsWithoutToken(ctx)) return null;
+      if (readable && runsWithoutToken(ctx, federation)) return null;
       throw err;
     }
     if (bodyProblem) throw bodyProblem.err;

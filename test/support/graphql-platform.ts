@@ -8,10 +8,10 @@ import type { Permission } from '../../src/auth/caller.js';
 import { startTestService, type Reply, type TestService } from './service.js';
 
 export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
+/** Starts this file's service (with these environment settings) before its tests and stops it after them. */
+export function useService(env: Record<string, string> = {}): void {
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService(env);
   });
   afterAll(async () => {
     await svc?.stop();

@@ -64,6 +64,12 @@ export interface Reply {
   text: string;
 }
 
+/**
+ * A raw body as fetch takes it under both Node's and the DOM's types (Hive Gateway's types, which
+ * test/graphql/routers.test.ts reads, bring in the DOM's, whose fetch does not take a Buffer).
+ */
+const fetchBody = (raw: string | Buffer): string | Uint8Array<ArrayBuffer> => (typeof raw === 'string' ? raw : new Uint8Array(raw));
+
 const ADMIN_URL = process.env.DATABASE_URL;
 /** The empty PGlite data directory of this run, when globalSetup made one. */
 const TEMPLATE = process.env.UTS_TEST_PGLITE_TEMPLATE;
@@ -163,8 +169,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       const headers: Record<string, string> = { Accept: 'application/json', ...options.headers };
       const token = options.token === undefined ? adminToken : options.token;
       if (token !== null) headers.Authorization ??= `Bearer ${token}`;
-      let body: string | Buffer | undefined;
-      if (options.rawBody !== undefined) body = options.rawBody;
+      let body: string | Uint8Array<ArrayBuffer> | undefined;
+      if (options.rawBody !== undefined) body = fetchBody(options.rawBody);
       else if (options.body !== undefined) {
         body = JSON.stringify(options.body);
         headers['Content-Type'] ??= 'application/json';
@@ -190,7 +196,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
             : {}),
           ...options.headers,
         },
-        body: options.rawBody ?? JSON.stringify({ query, variables }),
+        body: options.rawBody === undefined ? JSON.stringify({ query, variables }) : fetchBody(options.rawBody),
       });
       const text = await response.text();
       let parsed: unknown;
