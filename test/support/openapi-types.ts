@@ -992,7 +992,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Database unavailable (Retry-After says when to try again) */
+        /** @description Database unavailable, or every database connection busy (Retry-After says when to try again) */
         E503: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
