@@ -50,16 +50,19 @@ export async function cached<T>(work: () => Promise<T>): Promise<{ statements: s
 
 export const PAGE = `query($name: String!) { users(filter: { lastName: { eq: $name } }) { total data { id firstName applications { data { right application { id name } } } roles { data { id name } } } } }`;
 
-/** One request written to the service's socket as given (in parts, `pause` ms apart); the raw answer. */
-export async function rawExchange(...parts: (string | number)[]): Promise<string> {
+/**
+ * One request written to the service's socket in parts: a text is written, a function is awaited
+ * before the next part (it is given what has come back so far, to wait on); the raw answer.
+ */
+export async function rawExchange(...parts: (string | ((received: () => string) => Promise<unknown>))[]): Promise<string> {
   const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
   await new Promise((r) => socket.once('connect', r));
   let answer = '';
   socket.on('data', (chunk) => (answer += chunk));
   const ended = new Promise((r) => socket.once('end', r));
   for (const part of parts) {
-    if (typeof part === 'number') await new Promise((r) => setTimeout(r, part));
-    else socket.write(part);
+    if (typeof part === 'string') socket.write(part);
+    else await part(() => answer);
   }
   await ended;
   return answer;
