@@ -93,6 +93,8 @@ export interface StartOptions {
   onStatement?: StatementListener;
   /** Whether a stop was asked for while starting (a signal): a start waiting for its migrations gives up. */
   stopRequested?: () => boolean;
+  /** The clock of the read cache's one-second windows (milliseconds; performance.now by default): tests step it by hand. */
+  readCacheClock?: () => number;
 }
 
 export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
@@ -105,7 +107,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
       if (ran.length) log.info('migrations applied', { migrations: ran });
     }
     const services = createServices(db.keyring);
-    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites);
+    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
     const metrics = config.metrics ? createMetrics(db) : null;
     // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
     // GraphQL endpoint and over WebSocket on the same server.

@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { parse, Kind, type OperationDefinitionNode } from 'graphql';
 import { startTestService, type TestService } from '../support/service.js';
-import { bearer, collect, wsConnect } from '../support/subscriptions.js';
+import { bearer, collect, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
+import { within } from '../support/wait.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -27,6 +28,8 @@ const operations = blocks.flatMap((block) =>
     .map((op) => ({
       name: op.name?.value ?? '(anonymous)',
       type: op.operation,
+      /** The first root field (a subscription's operation, as /metrics names it). */
+      field: op.selectionSet.selections.find((s) => s.kind === Kind.FIELD)?.name.value ?? '',
       block,
       variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [],
     })),
@@ -57,14 +60,18 @@ test('every README GraphQL operation runs as written, in order, without errors',
     const variables = Object.fromEntries(op.variables.map((name) => [name, values[name]]));
     expect({ op: op.name, missing: op.variables.filter((name) => values[name] === undefined) }).toEqual({ op: op.name, missing: [] });
     if (op.type === 'subscription') {
-      // Over a WebSocket, as the README says: the next write is its first event.
+      // Over a WebSocket, as the README says: the next write is its first event. With `after` (the
+      // newest event id, above) it is replayed if the subscription starts after the write; without,
+      // the write waits until the service counts the subscription as running.
       const ws = wsConnect(svc.url, bearer(svc.adminToken));
+      await within(`${op.name}'s connection`, ws.opened);
       const sub = collect(ws.client, op.block, variables);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      if (!op.variables.includes('after')) await untilSubscriptions(svc, op.field);
       await svc.request('POST', '/user/', { body: { firstName: 'Seen', lastName: 'Live' } });
       const [event] = await sub.atLeast(1);
       expect({ op: op.name, errors: event.errors }).toEqual({ op: op.name, errors: undefined });
       await ws.client.dispose();
+      await untilSubscriptions(svc, op.field, 0); // gone before the next one counts
       continue;
     }
     const res = await svc.graphql(op.block, variables, { rawBody: JSON.stringify({ query: op.block, operationName: op.name, variables }) });

@@ -131,7 +131,13 @@ export async function newTestDatabase(): Promise<TestDatabase> {
   return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
 }
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+/** What a test may give the service besides its environment (src/server.ts's StartOptions). */
+export interface TestServiceOptions {
+  /** The read cache's clock (busy.test.ts steps it by hand, one window at a time). */
+  readCacheClock?: () => number;
+}
+
+export async function startTestService(env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const adminToken = `admin-${randomBytes(16).toString('hex')}`;
   const database = await newTestDatabase();
   const config = loadConfig({
@@ -154,6 +160,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     createLogger(config.logLevel, (line) => logLines.push(line)),
     {
       onStatement: (sql) => queries.push(sql),
+      readCacheClock: options.readCacheClock,
     },
   );
   const base = running.url + config.basePath;
