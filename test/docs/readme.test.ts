@@ -7,8 +7,8 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { parse, Kind, type OperationDefinitionNode } from 'graphql';
 import { startTestService, type TestService } from '../support/service.js';
-import { bearer, collect, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
-import { within } from '../support/wait.js';
+import { bearer, collect, runningSubscriptions, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
+import { waitFor, within } from '../support/wait.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -114,33 +114,6 @@ const wsSnippet = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
   .map((m) => m[1])
   .find((code) => code.includes("from 'graphql-ws'") && code.includes('client.iterate'));
 
-/** The running subscriptions of an operation, from /metrics. */
-async function runningSubscriptions(operation: string): Promise<number> {
-  const metrics = await svc.request('GET', '/metrics', { token: null });
-  const line = new RegExp(`^realtime_subscriptions\\{operation="${operation}"\\} (\\d+)$`, 'm').exec(metrics.text);
-  return line ? Number(line[1]) : 0;
-}
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within<T>(what: string, promise: Promise<T>, ms = 10_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `condition` holds; rejects after `ms`. */
-async function until(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 test("the README's graphql-ws snippet runs as written where Node has no WebSocket of its own", async () => {
   expect(wsSnippet).toBeDefined();
   const code = [
@@ -148,7 +121,7 @@ test("the README's graphql-ws snippet runs as written where Node has no WebSocke
     'const console = { log: (value) => { process.stdout.write(JSON.stringify(value) + "\\n"); process.exit(0); } };',
     wsSnippet!.replaceAll('ws://127.0.0.1:4000', svc.url.replace('http', 'ws')),
   ].join('\n');
-  await until('the earlier subscriptions to end', async () => (await runningSubscriptions('userEvents')) === 0);
+  await waitFor('the earlier subscriptions to end', async () => (await runningSubscriptions(svc, 'userEvents')) === 0);
   // --no-experimental-websocket: Node 22 without its global WebSocket, as Node 20 is.
   const child = spawn(process.execPath, ['--no-experimental-websocket', '--input-type=module', '-e', code], {
     cwd: new URL('../../', import.meta.url),
@@ -161,7 +134,7 @@ test("the README's graphql-ws snippet runs as written where Node has no WebSocke
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   try {
     await Promise.race([
-      until('the snippet to subscribe', async () => (await runningSubscriptions('userEvents')) === 1),
+      waitFor('the snippet to subscribe', async () => (await runningSubscriptions(svc, 'userEvents')) === 1),
       exited.then((status) => Promise.reject(new Error(`the snippet exited with ${status} before subscribing: ${stderr}`))),
     ]);
     await svc.request('POST', '/user/', { body: { firstName: 'Snippet', lastName: 'Reader' } });
