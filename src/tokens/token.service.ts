@@ -12,7 +12,7 @@ import type { Keyring, SecretField } from './secrets.js';
 import { tokens, type TokenRecord } from './token.resource.js';
 
 /** The scopes this service itself understands; other scope words pass through untouched. */
-const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*)|audit:(read|\*))$/;
+const OWN_SCOPE = /^(\*|(user|token|application|role|webhook):(read|write|\*)|audit:(read|\*))$/;
 
 /**
  * A token may only carry this service's permissions that its creator holds itself, and only such
