@@ -122,7 +122,12 @@ export function sendUpdated<R>(ctx: AppContext, record: R, present: (record: R) 
 /** A write whose bare answer is a value of its own (a webhook's new secret), or the record when asked. */
 export function sendWritten<R>(ctx: AppContext, bare: unknown, record: R): void {
   ctx.status = 200;
-  ctx.body = preferred(ctx, bare, () => record);
+  const body = preferred(ctx, bare, () => record);
+  // A bare string is a JSON string too (Koa would send it as text).
+  if (typeof body === 'string') {
+    ctx.type = 'application/json';
+    ctx.body = JSON.stringify(body);
+  } else ctx.body = body;
 }
 
 /** A count of records changed (delete: 1; unlink: the links removed), 200 whatever `Prefer` says. */
