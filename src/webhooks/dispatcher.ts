@@ -67,6 +67,12 @@ const USER_AGENT = 'user-token-service-webhooks/1';
 /** An endpoint this instance holds. */
 interface Held {
   id: number;
+  /**
+   * The lease it holds it by (`lease_owner`): the instance's id and the claim's number, so that a
+   * holder whose lease was taken away (a replay, a re-enable) and claimed again by this same
+   * instance can tell its old claim from the new one.
+   */
+  lease: string;
   url: URL;
   patterns: string[];
   signers: Webhook[];
@@ -106,8 +112,11 @@ const CLAIM = `update webhook_states s set lease_owner = ?, lease_until = now() 
  where s.webhook_id = free.webhook_id
  returning s.webhook_id as id, s.position, s.attempt, s.next_attempt_at as "nextAttemptAt"`;
 
+/** The endpoints and their leases, as two arrays (unnest pairs them). */
+const HELD_PAIRS = `(webhook_id, lease_owner) in (select * from unnest(?::bigint[], ?::text[]))`;
+
 const RENEW = `update webhook_states set lease_until = now() + ?::integer * interval '1 millisecond'
-  where lease_owner = ? and webhook_id = any(?::bigint[]) returning webhook_id as id`;
+  where ${HELD_PAIRS} returning webhook_id as id`;
 
 const CONFIGS = `select w.id, w.url, w.events, w.active and w.deleted_at is null as live, w.secret_cipher as secret,
     array(select o.secret_cipher from webhook_secrets o where o.webhook_id = w.id and o.signs_until > now() order by o.signs_until desc) as previous
@@ -127,7 +136,7 @@ const FAILED = `${RECORD}
    where webhook_id = ?::bigint and lease_owner = ? returning attempt, failing_since as "failingSince"`;
 const SCHEDULE = `update webhook_states set next_attempt_at = ?::timestamptz where webhook_id = ?::bigint and lease_owner = ?`;
 const ADVANCE = `update webhook_states set position = greatest(position, ?::bigint) where webhook_id = ?::bigint and lease_owner = ? and attempt = 0`;
-const RELEASE = `update webhook_states set lease_owner = null, lease_until = null where webhook_id = any(?::bigint[]) and lease_owner = ?`;
+const RELEASE = `update webhook_states set lease_owner = null, lease_until = null where ${HELD_PAIRS}`;
 
 /** What an attempt's outcome is called in the metrics. */
 function resultOf(attempt: Attempt): string {
@@ -142,6 +151,7 @@ const clip = (text: string | null, max: number) => (text === null ? null : text.
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const { sql, keyring, events, log, metrics, config } = deps;
   const owner = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  let claims = 0;
   const client = deliveryClient({ timeoutMs: config.timeoutMs, allowPrivate: config.allowPrivate });
   const held = new Map<number, Held>();
   let stopping = false;
@@ -169,9 +179,12 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     h.wake?.();
   };
 
+  /** Endpoints and their leases as RENEW and RELEASE take them. */
+  const pairs = (leases: readonly { id: number; lease: string }[]) => [leases.map((l) => l.id), leases.map((l) => l.lease)];
+
   /** Lets endpoints go (they are free for the next claim, this instance's or another's). */
-  const release = async (ids: number[]) => {
-    if (ids.length) await sql.rows(RELEASE, [`{${ids.join(',')}}`, owner]);
+  const release = async (leases: readonly { id: number; lease: string }[]) => {
+    if (leases.length) await sql.rows(RELEASE, pairs(leases));
   };
 
   /** The secrets that sign an endpoint's deliveries: its own, then previous ones still within their 24 hours. */
@@ -208,11 +221,11 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
    */
   const disable = async (h: Held, reason: string) => {
     const done = await sql.transaction(async (tx) => {
-      const [mine] = await tx.rows('select webhook_id from webhook_states where webhook_id = ? and lease_owner = ? for update', [h.id, owner]);
+      const [mine] = await tx.rows('select webhook_id from webhook_states where webhook_id = ? and lease_owner = ? for update', [h.id, h.lease]);
       if (!mine) return false;
       const statement = updateStatement(webhooks, h.id, { active: false, disabledReason: clip(reason, 255) }, 'patch', { caller: SYSTEM_CALLER });
       await tx.rows(statement.text, statement.params);
-      await tx.rows(RELEASE, [`{${h.id}}`, owner]);
+      await tx.rows(RELEASE, pairs([h]));
       return true;
     });
     drop(h);
@@ -246,7 +259,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     const record = [h.id, event.id, attemptNumber, startedAt.toISOString(), attempt.status, durationMs, error, attempt.body];
     metrics?.attempt(resultOf(attempt));
     if (ok) {
-      const [kept] = await sql.rows(DELIVERED, [...record, event.id, h.id, owner]);
+      const [kept] = await sql.rows(DELIVERED, [...record, event.id, h.id, h.lease]);
       if (!kept) return drop(h); // another instance took the endpoint over (this one's lease ran out)
       metrics?.delivered('delivered');
       h.pending.shift();
@@ -255,7 +268,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       h.nextAttemptAt = null;
       return;
     }
-    const [failed] = await sql.rows<{ attempt: number; failingSince: string }>(FAILED, [...record, startedAt.toISOString(), h.id, owner]);
+    const [failed] = await sql.rows<{ attempt: number; failingSince: string }>(FAILED, [...record, startedAt.toISOString(), h.id, h.lease]);
     if (!failed) return drop(h);
     h.failures = failed.attempt;
     if (attempt.status === 410) {
@@ -269,7 +282,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       log.warn('webhook delivery given up', { webhook: h.id, eventID: event.id, attempts: failed.attempt, hours, last: error });
       return disable(h, `gave up on event ${event.id} after ${failed.attempt} attempts over ${hours} h (last: ${error})`);
     }
-    await sql.rows(SCHEDULE, [new Date(next).toISOString(), h.id, owner]);
+    await sql.rows(SCHEDULE, [new Date(next).toISOString(), h.id, h.lease]);
     h.nextAttemptAt = next;
   };
 
@@ -298,9 +311,10 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   };
 
-  const hold = (state: StateRow, row: ConfigRow, signers: Webhook[]) => {
+  const hold = (state: StateRow, lease: string, row: ConfigRow, signers: Webhook[]) => {
     const h: Held = {
       id: state.id,
+      lease,
       url: new URL(row.url),
       patterns: row.events,
       signers,
@@ -318,7 +332,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       // The database away, a secret under a key this instance lacks: let it go; it is claimed again.
       log.error('webhook delivery stopped', { webhook: h.id, error: err?.name, message: err?.message });
       drop(h);
-      return release([h.id]).catch(() => {});
+      return release([h]).catch(() => {});
     });
   };
 
@@ -330,19 +344,19 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
    * have read, claim free endpoints, and now and then prune the history.
    */
   const poll = async () => {
-    const ids = [...held.keys()];
-    if (ids.length) {
-      const renewed = new Set((await sql.rows<{ id: number }>(RENEW, [config.leaseMs, owner, `{${ids.join(',')}}`])).map((r) => r.id));
-      for (const id of ids) if (!renewed.has(id)) drop(held.get(id)!);
-      const kept = ids.filter((id) => renewed.has(id));
-      const gone: number[] = [];
+    const holding = [...held.values()];
+    if (holding.length) {
+      const renewed = new Set((await sql.rows<{ id: number }>(RENEW, [config.leaseMs, ...pairs(holding)])).map((r) => r.id));
+      for (const h of holding) if (!renewed.has(h.id)) drop(h);
+      const kept = holding.filter((h) => renewed.has(h.id)).map((h) => h.id);
+      const gone: Held[] = [];
       for (const row of kept.length ? await configsOf(kept) : []) {
         const h = held.get(row.id);
         if (!h) continue;
         const signers = row.live ? readableSigners(row) : null;
         if (!signers) {
           drop(h);
-          gone.push(h.id);
+          gone.push(h);
         } else configure(h, row, signers);
       }
       await release(gone);
@@ -350,19 +364,24 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         // Passed-over events need not be read again after a restart (only when nothing is failing or pending).
         const to = h.scanned;
         if (to > h.position && h.pending.length === 0 && h.failures === 0) {
-          await sql.rows(ADVANCE, [to, h.id, owner]);
+          await sql.rows(ADVANCE, [to, h.id, h.lease]);
           h.position = Math.max(h.position, to);
         }
       }
     }
-    const claimed = await sql.rows<StateRow>(CLAIM, [owner, config.leaseMs, CLAIM_BATCH]);
+    const lease = `${owner}:${++claims}`;
+    const claimed = await sql.rows<StateRow>(CLAIM, [lease, config.leaseMs, CLAIM_BATCH]);
     if (claimed.length) {
       const rows = new Map((await configsOf(claimed.map((c) => c.id))).map((r) => [r.id, r]));
       for (const state of claimed) {
+        // A holder still here lost its lease between the renewal and this claim (a replay, a
+        // re-enable): the claim's state is the truth, the old holder stops.
+        const stale = held.get(state.id);
+        if (stale) drop(stale);
         const row = rows.get(state.id);
-        const signers = row?.live && !held.has(state.id) && !stopping ? readableSigners(row) : null;
-        if (row && signers) hold(state, row, signers);
-        else if (!held.has(state.id)) await release([state.id]);
+        const signers = row?.live && !stopping ? readableSigners(row) : null;
+        if (row && signers) hold(state, lease, row, signers);
+        else await release([{ id: state.id, lease }]);
       }
     }
     if (polls++ % PRUNE_EVERY_POLLS === 0) await prune();
@@ -427,7 +446,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       for (const h of holding) h.wake?.();
       // Attempts under way end within WEBHOOK_TIMEOUT_MS.
       await Promise.all(holding.map((h) => h.running));
-      await release(holding.map((h) => h.id)).catch((err: Error) => log.warn('webhooks could not be let go; their leases run out', { error: err?.name }));
+      await release(holding).catch((err: Error) => log.warn('webhooks could not be let go; their leases run out', { error: err?.name }));
       await client.close();
     },
   };

@@ -38,6 +38,9 @@ export interface Receiver {
   received(name: string): number;
   /** Requests being held without an answer. */
   hanging: ServerResponse[];
+  /** Stops listening (connections refused) until `restart()`, on the same port. */
+  down(): Promise<void>;
+  restart(): Promise<void>;
   /** Waits until `count` deliveries to `name` have come. */
   waitFor(name: string, count: number, ms?: number): Promise<Delivery[]>;
   close(): Promise<void>;
@@ -68,7 +71,10 @@ export async function startReceiver(): Promise<Receiver> {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
+    down: () => receiver.close(),
+    restart: () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve)),
   };
+  let port = 0;
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -106,7 +112,7 @@ export async function startReceiver(): Promise<Receiver> {
     socket.on('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  port = (server.address() as AddressInfo).port;
   receiver.url = (name) => `http://127.0.0.1:${port}/hook/${name}`;
   return receiver;
 }
