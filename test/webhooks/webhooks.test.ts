@@ -276,3 +276,27 @@ describe('permissions', () => {
     expect(res.body.message).toContain('webhook:write');
   });
 });
+
+// Last: afterwards the service's own key no longer opens what it stored.
+test('npm run rotate-key re-encrypts webhook secrets (current and previous) under the new key', async () => {
+  const { body } = await create({ url: quietUrl(), active: false }, representation);
+  const rotated = (await svc.request('POST', `/webhook/${body.id}/secret`)).body;
+  const { rotateKeyCommand } = await import('../../src/cli/rotate-key.js');
+  const { Keyring } = await import('../../src/tokens/secrets.js');
+  const { randomBytes } = await import('node:crypto');
+  const next = randomBytes(32);
+  const env = {
+    ...(svc.config.databaseUrl ? { DATABASE_URL: svc.config.databaseUrl } : { DATA_DIR: svc.config.dataDir }),
+    TOKEN_KEY: next.toString('base64'),
+    TOKEN_KEY_PREVIOUS: svc.config.tokenKey!.toString('base64'),
+  };
+  const out: string[] = [];
+  expect(await rotateKeyCommand([], env, { out: (t) => out.push(t), err: (t) => out.push(t) })).toBe(0);
+  expect(out.join('')).toMatch(/webhook secrets? re-encrypted/);
+  const keyring = Keyring.of(next);
+  const [row] = await svc.sql<{ secret_cipher: Buffer; secret_hmac: Buffer }>('select secret_cipher, secret_hmac from webhooks where id = ?', [body.id]);
+  expect(keyring.open('webhookSecret', row.secret_cipher)).toBe(rotated);
+  expect(row.secret_hmac.equals(keyring.hash('webhookSecret', rotated))).toBe(true);
+  const previous = await svc.sql<{ secret_cipher: Buffer }>('select secret_cipher from webhook_secrets where webhook_id = ?', [body.id]);
+  expect(previous.map((p) => keyring.open('webhookSecret', p.secret_cipher))).toEqual([body.secret]);
+});
