@@ -6,7 +6,7 @@ import type { WebhookConfig } from '../config.js';
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../observability/log.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
-import type { EventSource } from '../realtime/events.js';
+import type { ChangeEvent, EventSource } from '../realtime/events.js';
 import { updateStatement } from '../resource/writes.js';
 import type { Keyring } from '../tokens/secrets.js';
 import { deliveryClient, type Attempt } from './client.js';
@@ -160,6 +160,11 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   let polls = 0;
   let soon = false;
   let warned = false;
+  /**
+   * Listening to the event source while this instance holds endpoints (its horizon moves only
+   * while someone listens; an instance holding none reads nothing every 100 ms).
+   */
+  let unlisten: (() => void) | null = null;
 
   /** Waits until `ms` pass, the endpoint is woken (a matching event, a change of its webhook), or the dispatcher stops. */
   const pause = (h: Held, ms: number) =>
@@ -328,6 +333,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       running: null,
     };
     held.set(h.id, h);
+    unlisten ??= events.listen(onEvents);
     h.running = run(h).catch((err: Error) => {
       // The database away, a secret under a key this instance lacks: let it go; it is claimed again.
       log.error('webhook delivery stopped', { webhook: h.id, error: err?.name, message: err?.message });
@@ -385,6 +391,10 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       }
     }
     if (polls++ % PRUNE_EVERY_POLLS === 0) await prune();
+    if (held.size === 0 && unlisten) {
+      unlisten();
+      unlisten = null;
+    }
   };
 
   /** Retention: delivery attempts older than WEBHOOK_LOG_DAYS, and previous secrets past their 24 hours. */
@@ -423,7 +433,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
 
   // Events wake the endpoints they match; a change of a webhook polls at once (a new one is
   // claimed, a disabled or changed one taken afresh).
-  const unlisten = events.listen((batch) => {
+  function onEvents(batch: readonly ChangeEvent[]) {
     let webhookChanged = false;
     for (const event of batch) {
       if (event.resource === 'webhook') webhookChanged = true;
@@ -433,14 +443,15 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       if (polling) soon = true;
       else schedule(0);
     }
-  });
+  }
   tick();
 
   return {
     async stop() {
       stopping = true;
       clearTimeout(timer);
-      unlisten();
+      unlisten?.();
+      unlisten = null;
       await polling;
       const holding = [...held.values()];
       for (const h of holding) h.wake?.();
