@@ -19,6 +19,12 @@ import { createServices } from './services.js';
 import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
 import { webhookStanding } from './webhooks/standing.js';
 
+/**
+ * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
+ * for a connection behind requests, nor requests behind them.
+ */
+const WEBHOOK_CONNECTIONS = 3;
+
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
 
@@ -190,7 +196,14 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
     // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
     const dispatcher: Dispatcher | null = config.webhooks.deliver
-      ? startDispatcher({ sql: db.sql, keyring: db.keyring, events: eventSource, log, metrics: metrics?.webhooks ?? null, config: config.webhooks })
+      ? startDispatcher({
+          sql: db.backgroundSql(WEBHOOK_CONNECTIONS),
+          keyring: db.keyring,
+          events: eventSource,
+          log,
+          metrics: metrics?.webhooks ?? null,
+          config: config.webhooks,
+        })
       : null;
     const listening = server;
     return {

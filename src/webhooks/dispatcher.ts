@@ -291,6 +291,23 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     h.nextAttemptAt = next;
   };
 
+  /**
+   * Takes the webhook's settings afresh; false when the endpoint was let go (disabled, deleted, a
+   * secret it cannot open) or its `events` changed (what was read must be read again).
+   */
+  const refresh = async (h: Held): Promise<boolean> => {
+    const [row] = await configsOf([h.id]);
+    const signers = row?.live ? readableSigners(row) : null;
+    if (!row || !signers) {
+      drop(h);
+      await release([h]);
+      return false;
+    }
+    const patterns = h.patterns.join(' ');
+    configure(h, row, signers);
+    return patterns === row.events.join(' ');
+  };
+
   /** The endpoint's loop while this instance holds it: its next matching event up to the horizon, one at a time. */
   const run = async (h: Held) => {
     while (!h.dropped && !stopping) {
@@ -304,6 +321,9 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         const from = Math.max(h.scanned, h.position);
         if (horizon > from) {
           const found = await sql.rows<AuditEvent>(EVENTS, [from, horizon, h.patterns, READ_AHEAD]);
+          // The webhook's settings as they are now, read after the events: a change committed
+          // before an event (a rotation, a new url) applies to it.
+          if (found.length && !(await refresh(h))) continue;
           h.pending = found;
           h.scanned = found.length === READ_AHEAD ? found[found.length - 1].id : horizon;
         }
