@@ -21,7 +21,9 @@ import { webhookStanding } from './webhooks/standing.js';
 
 /**
  * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
- * for a connection behind requests, nor requests behind them.
+ * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
+ * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
+ * again (at least once holds; a crash of the service loses nothing either way).
  */
 const WEBHOOK_CONNECTIONS = 3;
 
@@ -197,7 +199,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
     const dispatcher: Dispatcher | null = config.webhooks.deliver
       ? startDispatcher({
-          sql: db.backgroundSql(WEBHOOK_CONNECTIONS),
+          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
           keyring: db.keyring,
           events: eventSource,
           log,

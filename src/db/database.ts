@@ -65,9 +65,13 @@ export interface Database {
    * A small pool of its own (at most `max` connections) for work in the background that must not
    * queue behind requests for the request pool's connections, nor make them queue (webhook
    * deliveries); the same settings as the request pool, closed with the database. The embedded
-   * database has one connection: there it is the request pool.
+   * database has one connection: there it is the request pool. `relaxedCommits`: its commits do
+   * not wait for the WAL to reach the disk (`synchronous_commit = off`, where the session allows
+   * settings: not behind a pooler in transaction mode); a crash of PostgreSQL itself may then undo
+   * its last fraction of a second of commits, whole transactions, never half of one: for work
+   * that is done again when undone (a delivery's position: the event is delivered again).
    */
-  backgroundSql(max: number): Sql;
+  backgroundSql(max: number, options?: { relaxedCommits?: boolean }): Sql;
 }
 
 export interface OpenOptions {
@@ -104,9 +108,10 @@ export async function openDatabase(
   // (PgBouncer refuses them) and no named statements. The embedded database is one session that
   // the command-line tools share: no named statements there either (their names would collide).
   const session = !embedded && config.pooler !== 'transaction';
-  const newPool = (size: number) => {
+  const newPool = (size: number, relaxedCommits = false) => {
     const made = new pg.Pool({
       connectionString: url,
+      ...(relaxedCommits && session ? { options: '-c synchronous_commit=off' } : {}),
       max: size,
       connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
       types: typeParsers(),
@@ -201,9 +206,9 @@ export async function openDatabase(
     readFloors: replicas !== null,
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
     replicaStates: () => replicas?.states() ?? [],
-    backgroundSql(size) {
+    backgroundSql(size, backgroundOptions = {}) {
       if (embedded) return sql;
-      const made = newPool(size);
+      const made = newPool(size, backgroundOptions.relaxedCommits);
       background.push(made);
       return new PoolSql(made, sqlOptions);
     },
