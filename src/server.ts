@@ -16,6 +16,16 @@ import { Hub } from './realtime/hub.js';
 import { sseEndpoint } from './realtime/sse.js';
 import { attachWebSockets } from './realtime/ws.js';
 import { createServices } from './services.js';
+import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
+import { webhookStanding } from './webhooks/standing.js';
+
+/**
+ * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
+ * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
+ * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
+ * again (at least once holds; a crash of the service loses nothing either way).
+ */
+const WEBHOOK_CONNECTIONS = 3;
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -106,9 +116,10 @@ export async function startService(config: Config, log: Logger = createLogger(co
       const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
       if (ran.length) log.info('migrations applied', { migrations: ran });
     }
-    const services = createServices(db.keyring);
+    const services = createServices(db.keyring, { webhooks: config.webhooks });
     const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
     const metrics = config.metrics ? createMetrics(db) : null;
+    metrics?.webhooks.readStanding(() => webhookStanding(db.sql));
     // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
     // GraphQL endpoint and over WebSocket on the same server.
     events = openEventSource({ sql: db.sql, log });
@@ -203,6 +214,17 @@ export async function startService(config: Config, log: Logger = createLogger(co
     if (!config.migrate) await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
+    // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
+    const dispatcher: Dispatcher | null = config.webhooks.deliver
+      ? startDispatcher({
+          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
+          keyring: db.keyring,
+          events: eventSource,
+          log,
+          metrics: metrics?.webhooks ?? null,
+          config: config.webhooks,
+        })
+      : null;
     const listening = server;
     return {
       url,
@@ -233,6 +255,8 @@ export async function startService(config: Config, log: Logger = createLogger(co
           await webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
           await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
           listening.closeAllConnections();
+          // Deliveries under way end (within WEBHOOK_TIMEOUT_MS); the endpoints are let go for other instances.
+          await dispatcher?.stop();
           await eventSource.close();
           await graphql.stop();
           // A pool whose connections hang (a network gone silent) must not hold the stop forever.

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 
-export type Resource = 'user' | 'token' | 'application' | 'role';
+export type Resource = 'user' | 'token' | 'application' | 'role' | 'webhook';
 export type Permission = `${Resource}:${'read' | 'write'}` | 'audit:read';
 
 /** Who is calling: the authenticated token, passed into every service call. */

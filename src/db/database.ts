@@ -61,6 +61,17 @@ export interface Database {
   readerFor(caller: Caller): Sql;
   /** The replicas, for /metrics. */
   replicaStates(): ReplicaState[];
+  /**
+   * A small pool of its own (at most `max` connections) for work in the background that must not
+   * queue behind requests for the request pool's connections, nor make them queue (webhook
+   * deliveries); the same settings as the request pool, closed with the database. The embedded
+   * database has one connection: there it is the request pool. `relaxedCommits`: its commits do
+   * not wait for the WAL to reach the disk (`synchronous_commit = off`, where the session allows
+   * settings: not behind a pooler in transaction mode); a crash of PostgreSQL itself may then undo
+   * its last fraction of a second of commits, whole transactions, never half of one: for work
+   * that is done again when undone (a delivery's position: the event is delivered again).
+   */
+  backgroundSql(max: number, options?: { relaxedCommits?: boolean }): Sql;
 }
 
 export interface OpenOptions {
@@ -97,19 +108,25 @@ export async function openDatabase(
   // (PgBouncer refuses them) and no named statements. The embedded database is one session that
   // the command-line tools share: no named statements there either (their names would collide).
   const session = !embedded && config.pooler !== 'transaction';
-  const pool = new pg.Pool({
-    connectionString: url,
-    max,
-    connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
-    types: typeParsers(),
-    // Every session bounds its waits for locks and its statements, so that a stuck transaction
-    // holds neither requests nor connections for long; the embedded database never waits for a lock.
-    ...(session ? { lock_timeout: config.lockTimeoutMs || undefined, statement_timeout: config.statementTimeoutMs || undefined } : {}),
-  });
-  // A connection the server drops is reported as an 'error' event, fatal without a listener; the
-  // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const newPool = (size: number, relaxedCommits = false) => {
+    const made = new pg.Pool({
+      connectionString: url,
+      ...(relaxedCommits && session ? { options: '-c synchronous_commit=off' } : {}),
+      max: size,
+      connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
+      types: typeParsers(),
+      // Every session bounds its waits for locks and its statements, so that a stuck transaction
+      // holds neither requests nor connections for long; the embedded database never waits for a lock.
+      ...(session ? { lock_timeout: config.lockTimeoutMs || undefined, statement_timeout: config.statementTimeoutMs || undefined } : {}),
+    });
+    // A connection the server drops is reported as an 'error' event, fatal without a listener; the
+    // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
+    made.on('error', () => {});
+    made.on('connect', (client) => client.on('error', () => {}));
+    return made;
+  };
+  const pool = newPool(max);
+  const background: pg.Pool[] = [];
   // Behind a pooler in transaction mode the timeouts go with each transaction instead (statements
   // outside one are bounded by the database's or role's own settings: see the README).
   const timeouts = [
@@ -117,13 +134,8 @@ export async function openDatabase(
     config.statementTimeoutMs ? `set local statement_timeout = ${config.statementTimeoutMs}` : '',
   ].filter(Boolean);
   const transactionSettings = !embedded && !session && timeouts.length ? timeouts.join('; ') : undefined;
-  const sql = new PoolSql(pool, {
-    namedStatements: session,
-    onStatement: options.onStatement,
-    wrapStatements: Boolean(embedded),
-    transactionSettings,
-    maxConnections: max,
-  });
+  const sqlOptions = { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded), transactionSettings };
+  const sql = new PoolSql(pool, { ...sqlOptions, maxConnections: max });
   let orm: MikroORM;
   try {
     orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));
@@ -194,6 +206,12 @@ export async function openDatabase(
     readFloors: replicas !== null,
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
     replicaStates: () => replicas?.states() ?? [],
+    backgroundSql(size, backgroundOptions = {}) {
+      if (embedded) return sql;
+      const made = newPool(size, backgroundOptions.relaxedCommits);
+      background.push(made);
+      return new PoolSql(made, { ...sqlOptions, maxConnections: size });
+    },
     async ready() {
       try {
         return (await orm.migrator.getPending()).length === 0;
@@ -203,6 +221,7 @@ export async function openDatabase(
     },
     async close() {
       await replicas?.close();
+      await Promise.all(background.map((p) => p.end().catch(() => {})));
       // The ORM's Kysely instance ends the pool it was given.
       await orm.close(true);
       await embedded?.stop();

@@ -9,6 +9,7 @@ import { namedResolver } from '../resource/named.graphql.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenResolvers } from '../tokens/token.graphql.js';
 import { userResolver } from '../users/user.graphql.js';
+import { webhookResolvers } from '../webhooks/webhook.graphql.js';
 import { serviceSdl, subgraphSchema } from './federation.js';
 import { withPlainResolvers } from './plain-resolvers.js';
 
@@ -37,6 +38,7 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
       userResolver(),
       ...linkResolvers(),
       ...tokenResolvers(),
+      ...webhookResolvers(),
       ...realtimeResolvers(),
     ] as const;
     // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub

@@ -53,7 +53,8 @@ test('the README shows GraphQL examples of queries, mutations and subscriptions'
 
 test('every README GraphQL operation runs as written, in order, without errors', async () => {
   const application = await svc.request('POST', '/application/', { body: { name: 'billing' } });
-  const values: Record<string, unknown> = { app: String(application.body) };
+  // A webhook's url under .invalid (RFC 2606): it never resolves, so the examples send nothing out.
+  const values: Record<string, unknown> = { app: String(application.body), url: 'https://crm.example.invalid/hooks/identity' };
   for (const op of operations) {
     const [latest] = await svc.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events');
     values.after = latest.id;
@@ -80,6 +81,7 @@ test('every README GraphQL operation runs as written, in order, without errors',
     const data = res.body.data;
     if (data.createUser) values.id = values.user = data.createUser.id;
     if (data.applyUserID) values.id = data.applyUserID;
+    if (data.createWebhook) values.webhook = data.createWebhook.id;
   }
 });
 

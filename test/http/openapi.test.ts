@@ -17,7 +17,7 @@ afterAll(async () => {
 
 /** Every REST route the service serves (SPEC §4 and the seed), as METHOD /template: paths as the seed writes them. */
 const ROUTES = [
-  ...['user', 'token', 'application', 'role'].flatMap((r) => [
+  ...['user', 'token', 'application', 'role', 'webhook'].flatMap((r) => [
     `get /${r}/`,
     `post /${r}/`,
     `get /${r}/{id}`,
@@ -39,6 +39,9 @@ const ROUTES = [
   'post /user/{id}/role/',
   'delete /user/{id}/role/',
   'get /audit/',
+  'post /webhook/{id}/secret',
+  'post /webhook/{id}/replay',
+  'get /webhook/{id}/delivery/',
   'delete /token/',
   'post /oauth/introspect',
   'post /oauth/revoke',

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
+import type { SecretField } from '../../src/tokens/secrets.js';
 
 /**
  * Starts the real service (real Koa app over real HTTP) on a database of its own:
@@ -41,7 +42,7 @@ export interface TestService {
    */
   hmac(value: string, field?: 'accessToken' | 'refreshToken'): Buffer;
   /** The plain value of a stored ciphertext column (`access_token_cipher`, `refresh_token_cipher`). */
-  open(sealed: Buffer, field?: 'accessToken' | 'refreshToken'): string;
+  open(sealed: Buffer, field?: SecretField): string;
   /** Inserts tokens of a user straight into the table (sealed with the service's key): many, fast. */
   insertTokens(userID: number, accessTokens: readonly string[]): Promise<void>;
   /** Creates a user and a token for it with the given scope; returns the access token. */
@@ -90,6 +91,9 @@ const TABLES: Record<string, string> = {
   id_reservations: 'resource, id',
   live_counts: 'table_name',
   audit_events: 'id',
+  // Not webhook_states nor webhook_deliveries: the dispatcher renews leases and records attempts on its own.
+  webhooks: 'id',
+  webhook_secrets: 'webhook_id, signs_until',
 };
 
 /**
