@@ -197,8 +197,12 @@ export async function openDatabase(
     },
     async close() {
       await replicas?.close();
-      // The ORM's Kysely instance ends the pool it was given.
       await orm.close(true);
+      // The ORM's Kysely instance ends the pool it was given only if it ever ran a statement on it
+      // (Kysely takes the pool on first use): a command-line tool that shares a running service's
+      // embedded database runs none, and its connection then kept the process alive until pg's
+      // idle timeout closed it, 10 s after the tool was done.
+      if (!pool.ending) await pool.end();
       await embedded?.stop();
     },
   };
