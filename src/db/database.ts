@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
 import type { EmbeddedPostgres } from './embedded.js';
-import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
+import { DROP_PLAIN_TOKENS, migrations, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
 import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
 import { openReplicas, type ReplicaState } from './replicas.js';
@@ -69,6 +69,19 @@ export interface OpenOptions {
   onStatement?: StatementListener;
   /** Where the replicas' state changes are told. */
   log?: Logger;
+}
+
+/**
+ * The migrations not yet run, read without changing anything. The ORM's own `getPending()` creates
+ * its migrations table when it is missing, which a service started with MIGRATE=false must not do:
+ * it only reads (its role may have no right to create tables), and a new database stays untouched
+ * until `npm run migrate`.
+ */
+async function pendingMigrations(sql: Sql, orm: MikroORM): Promise<string[]> {
+  const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+  const [{ exists }] = await sql.rows<{ exists: boolean }>('select to_regclass(?) is not null as exists', [table]);
+  const done = exists ? new Set((await sql.rows<{ name: string }>(`select name from "${table}"`)).map((row) => row.name)) : new Set<string>();
+  return migrations.map((m) => m.name).filter((name) => !done.has(name));
 }
 
 /**
@@ -190,7 +203,7 @@ export async function openDatabase(
     replicaStates: () => replicas?.states() ?? [],
     async ready() {
       try {
-        return (await orm.migrator.getPending()).length === 0;
+        return (await pendingMigrations(sql, orm)).length === 0;
       } catch {
         return false;
       }
