@@ -42,7 +42,7 @@ export interface Config {
    */
   graphqlFederation: boolean;
   logLevel: LogLevel;
-  /** LOG_FORMAT: one JSON line per event (json, the default), or coloured lines for a terminal (pretty). */
+  /** LOG_FORMAT: one JSON line per event (json), or readable lines for a person (pretty); unset, pretty when stderr is a terminal. */
   logFormat: 'json' | 'pretty';
   /** How long a graceful stop waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number;
@@ -176,9 +176,11 @@ export function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): b
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
-function logFormat(raw: string | undefined): Config['logFormat'] {
+/** LOG_FORMAT: `json` or `pretty`; unset, pretty lines for a person at a terminal, JSON for anything else (a file, a pipe, a log collector). */
+function logFormat(raw: string | undefined, terminal: boolean): Config['logFormat'] {
   const value = (raw ?? '').trim().toLowerCase();
-  if (value === '' || value === 'json') return 'json';
+  if (value === '') return terminal ? 'pretty' : 'json';
+  if (value === 'json') return 'json';
   if (value === 'pretty') return 'pretty';
   throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${raw}"`);
 }
@@ -245,7 +247,11 @@ function basePath(raw: string | undefined): string {
   return trimmed;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * The configuration from the environment. `terminal`: whether the log (stderr) goes to a terminal,
+ * which decides LOG_FORMAT's default.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, terminal: boolean = process.stderr.isTTY === true): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
@@ -292,7 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
     graphqlFederation: flag(env, 'GRAPHQL_FEDERATION', false),
     logLevel,
-    logFormat: logFormat(env.LOG_FORMAT),
+    logFormat: logFormat(env.LOG_FORMAT, terminal),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     tokenKey,
     tokenKeyPrevious,

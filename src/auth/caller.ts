@@ -34,6 +34,17 @@ export function requirePermission(caller: Caller, permission: Permission): void 
   if (!can(caller, permission)) throw AppError.forbidden(permission);
 }
 
+/** Every permission the service checks. */
+export const PERMISSIONS: readonly Permission[] = [
+  ...(['user', 'token', 'application', 'role', 'webhook'] as const).flatMap((resource) => [`${resource}:read`, `${resource}:write`] as const),
+  'audit:read',
+];
+
+/** Whether a scope word grants anything in this service (as `can` reads it): `*`, a permission, or `<resource>:*`. */
+export function grantsSomething(word: string): boolean {
+  return word === '*' || PERMISSIONS.some((permission) => permission === word || `${permission.split(':')[0]}:*` === word);
+}
+
 export function parseScopes(scope: string): Set<string> {
   return new Set(scope.split(/\s+/).filter(Boolean));
 }

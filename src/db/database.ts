@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
 import type { EmbeddedPostgres } from './embedded.js';
-import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
+import { DROP_PLAIN_TOKENS, migrations, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
 import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
 import { openReplicas, type ReplicaState } from './replicas.js';
@@ -80,6 +80,19 @@ export interface OpenOptions {
   onStatement?: StatementListener;
   /** Where the replicas' state changes are told. */
   log?: Logger;
+}
+
+/**
+ * The migrations not yet run, read without changing anything. The ORM's own `getPending()` creates
+ * its migrations table when it is missing, which a service started with MIGRATE=false must not do:
+ * it only reads (its role may have no right to create tables), and a new database stays untouched
+ * until `npm run migrate`.
+ */
+async function pendingMigrations(sql: Sql, orm: MikroORM): Promise<string[]> {
+  const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+  const [{ exists }] = await sql.rows<{ exists: boolean }>('select to_regclass(?) is not null as exists', [table]);
+  const done = exists ? new Set((await sql.rows<{ name: string }>(`select name from "${table}"`)).map((row) => row.name)) : new Set<string>();
+  return migrations.map((m) => m.name).filter((name) => !done.has(name));
 }
 
 /**
@@ -214,7 +227,7 @@ export async function openDatabase(
     },
     async ready() {
       try {
-        return (await orm.migrator.getPending()).length === 0;
+        return (await pendingMigrations(sql, orm)).length === 0;
       } catch {
         return false;
       }
@@ -222,8 +235,12 @@ export async function openDatabase(
     async close() {
       await replicas?.close();
       await Promise.all(background.map((p) => p.end().catch(() => {})));
-      // The ORM's Kysely instance ends the pool it was given.
       await orm.close(true);
+      // The ORM's Kysely instance ends the pool it was given only if it ever ran a statement on it
+      // (Kysely takes the pool on first use): a command-line tool that shares a running service's
+      // embedded database runs none, and its connection then kept the process alive until pg's
+      // idle timeout closed it, 10 s after the tool was done.
+      if (!pool.ending) await pool.end();
       await embedded?.stop();
     },
   };

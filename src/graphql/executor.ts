@@ -45,7 +45,9 @@ import { toGraphQLError, variablePath, whyNotFitting } from './errors.js';
  * Compiled operations. A compiled operation is code, and weighs tens to hundreds of times its text
  * (a 2 KB query of 40 aliases: ~300 KB), so compiling every text Apollo's document store keeps
  * would grow memory with every new text a client invents. Instead an operation is compiled on its
- * second run (a one-off text runs once on graphql-js, which costs it less than compiling), and at
+ * document's second run (a one-off text runs once on graphql-js, which costs it less than
+ * compiling; Apollo's store keeps a document from its text's second request on, so a text runs
+ * compiled from its third: src/graphql/document-store.ts), and at
  * most COMPILED_MAX compiled operations are kept, the least recently run dropped first: real
  * clients send a few hundred operations at most, and every one of them keeps its compiled form.
  */

@@ -7,9 +7,8 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { koaMiddleware } from '@as-integrations/koa';
-import { getOperationAST, Kind, parse, type DocumentNode, type OperationDefinitionNode, type Token } from 'graphql';
+import { getOperationAST, Kind, parse, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -26,6 +25,7 @@ import type { Services } from '../services.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { executorGateway } from './executor.js';
+import { DocumentStore } from './document-store.js';
 import { sandboxWithFallback } from './explorer.js';
 import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { operationPlugin } from './operation.js';
@@ -33,22 +33,6 @@ import { graphQLSchema, graphQLSubgraphSchema } from './schema.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
-
-/**
- * How much parsed documents Apollo keeps (its document store), in bytes, however many distinct
- * query texts clients send. A parsed document keeps its text and every token (each with its AST
- * node and location: ~300 bytes of heap, measured on Node 22), so it counts as its text plus 300
- * bytes a token; counting by text length alone undercounts a token-dense query tenfold.
- */
-const DOCUMENT_STORE_BYTES = 16 * 1024 * 1024;
-const BYTES_PER_TOKEN = 300;
-function documentBytes(document: DocumentNode): number {
-  const loc = document.loc;
-  if (!loc) return 64 * 1024;
-  let tokens = 0;
-  for (let token: Token | null = loc.startToken; token; token = token.next) tokens++;
-  return loc.source.body.length + BYTES_PER_TOKEN * tokens;
-}
 
 /** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
 const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
@@ -176,7 +160,7 @@ export async function createGraphQL(deps: {
     hideSchemaDetailsFromClientErrors: !introspection,
     allowBatchedHttpRequests: false,
     persistedQueries: false, // every operation comes in full
-    documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_BYTES, sizeCalculation: documentBytes }),
+    documentStore: new DocumentStore(),
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     stopOnTerminationSignals: false, // the server owns the graceful stop (server, then Apollo, then the pool)
     // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
