@@ -65,7 +65,8 @@ export interface Database {
    * A small pool of its own (at most `max` connections) for work in the background that must not
    * queue behind requests for the request pool's connections, nor make them queue (webhook
    * deliveries); the same settings as the request pool, closed with the database. The embedded
-   * database has one connection: there it is the request pool. `relaxedCommits`: its commits do
+   * database has one connection: there it is the request pool's. Its statements are not reported
+   * to `onStatement`, which hears the statements of requests. `relaxedCommits`: its commits do
    * not wait for the WAL to reach the disk (`synchronous_commit = off`, where the session allows
    * settings: not behind a pooler in transaction mode); a crash of PostgreSQL itself may then undo
    * its last fraction of a second of commits, whole transactions, never half of one: for work
@@ -220,10 +221,13 @@ export async function openDatabase(
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
     replicaStates: () => replicas?.states() ?? [],
     backgroundSql(size, backgroundOptions = {}) {
-      if (embedded) return sql;
+      // Its statements are no request's: the statement listener (tests counting a request's
+      // statements) does not hear them.
+      const quiet = { ...sqlOptions, onStatement: undefined };
+      if (embedded) return new PoolSql(pool, { ...quiet, maxConnections: max });
       const made = newPool(size, backgroundOptions.relaxedCommits);
       background.push(made);
-      return new PoolSql(made, { ...sqlOptions, maxConnections: size });
+      return new PoolSql(made, { ...quiet, maxConnections: size });
     },
     async ready() {
       try {
