@@ -6,6 +6,7 @@ import oauth from './oauth/index.js';
 import roles from './roles/index.js';
 import tokens from './tokens/index.js';
 import users from './users/index.js';
+import webhooks from './webhooks/index.js';
 
 /**
  * The service's modules: one resource folder each (src/module/module.ts), and the one place a new
@@ -14,7 +15,7 @@ import users from './users/index.js';
  * check are derived from this list (src/module/registry.ts). Its order is the order of the REST
  * routes and of the OpenAPI tags; a module's service may use the services of the modules before it.
  */
-export const MODULES = [users, tokens, applications, roles, links, audit, oauth] as const;
+export const MODULES = [users, tokens, applications, roles, links, webhooks, audit, oauth] as const;
 
 /**
  * The order schema.graphql lists the modules' operations and subscriptions in: the order their

@@ -8,7 +8,7 @@ import type { StatementListener } from './db/sql.js';
 import { createGraphQL, type GraphQLEndpoint } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
-import { createMetrics } from './http/metrics.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
 import { createReadCache } from './read-cache/store.js';
 import { openEventSource, type EventSource } from './realtime/events.js';
 import { Hub } from './realtime/hub.js';
@@ -17,7 +17,17 @@ import { attachWebSockets } from './realtime/ws.js';
 import type { AnyModule } from './module/module.js';
 import { checkLiveCounts, databaseSchemaOf } from './module/registry.js';
 import { MODULES } from './modules.js';
-import { createServices, serviceSchema, type Services } from './services.js';
+import { createServices, serviceSchema, serviceSubgraphSchema, type Services } from './services.js';
+import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
+import { webhookStanding } from './webhooks/standing.js';
+
+/**
+ * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
+ * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
+ * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
+ * again (at least once holds; a crash of the service loses nothing either way).
+ */
+const WEBHOOK_CONNECTIONS = 3;
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -97,6 +107,8 @@ export interface StartOptions {
   stopRequested?: () => boolean;
   /** The modules to serve: src/modules.ts's MODULES, unless a test adds one of its own. */
   modules?: readonly AnyModule[];
+  /** The clock of the read cache's one-second windows (milliseconds; performance.now by default): tests step it by hand. */
+  readCacheClock?: () => number;
 }
 
 /**
@@ -162,6 +174,7 @@ interface Http {
   graphql: GraphQLEndpoint;
   webSockets: ReturnType<typeof attachWebSockets>;
   events: EventSource;
+  metrics: Metrics | null;
   /** /readyz answers 503 from now on (the drain before a stop). */
   drain(): void;
 }
@@ -171,15 +184,26 @@ interface Http {
  * source and its hub (docs/graphql.md#subscriptions: one for the instance, served over SSE by the
  * GraphQL endpoint and over WebSocket on the same server), GraphQL, the Koa app, and the HTTP server.
  */
-async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[]): Promise<Http> {
-  const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites);
+async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
+  const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
   const metrics = config.metrics ? createMetrics(db) : null;
+  metrics?.webhooks.readStanding(() => webhookStanding(db.sql));
   const events = openEventSource({ sql: db.sql, log });
   try {
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     const schema = await serviceSchema(modules);
     const sse = sseEndpoint({ schema, db, services, hub, log });
-    const graphql = await createGraphQL({ schema, db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
+    // Subscriptions stay on the type-graphql schema (over SSE and WebSocket); a subgraph serves the rest.
+    const graphql = await createGraphQL({
+      schema: config.graphqlFederation ? await serviceSubgraphSchema(modules) : schema,
+      federation: config.graphqlFederation,
+      db,
+      services,
+      log,
+      introspection: config.graphqlIntrospection,
+      readCache,
+      sse,
+    });
     let draining = false;
     const listener: RequestListener = createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
@@ -197,7 +221,7 @@ async function buildHttp(config: Config, log: Logger, db: Database, services: Se
     });
     const answers = new Answers((res) => sse.isStream(res));
     serveOn(server, answers, listener);
-    return { server, answers, graphql, webSockets, events, drain: () => (draining = true) };
+    return { server, answers, graphql, webSockets, events, metrics, drain: () => (draining = true) };
   } catch (err) {
     await events.close();
     throw err;
@@ -245,9 +269,9 @@ async function listen(server: Server, config: Pick<Config, 'host' | 'port'>): Pr
  * while every request, new connections' too, is still served; then no new connections, idle ones
  * closed, the requests under way answered (each closing its connection), then the subscriptions
  * end (1001 on WebSocket, SHUTTING_DOWN on SSE), which lets their connections close too; then the
- * event source, GraphQL and the pool.
+ * webhook deliveries, the event source, GraphQL and the pool.
  */
-async function stopGracefully(config: Config, log: Logger, db: Database, http: Http): Promise<void> {
+async function stopGracefully(config: Config, log: Logger, db: Database, http: Http, dispatcher: Dispatcher | null): Promise<void> {
   if (config.shutdownDrainMs > 0) {
     http.drain();
     log.info('draining', { ms: config.shutdownDrainMs });
@@ -262,6 +286,8 @@ async function stopGracefully(config: Config, log: Logger, db: Database, http: H
   await http.webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
   await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
   server.closeAllConnections();
+  // Deliveries under way end (within WEBHOOK_TIMEOUT_MS); the endpoints are let go for other instances.
+  await dispatcher?.stop();
   await http.events.close();
   await http.graphql.stop();
   // A pool whose connections hang (a network gone silent) must not hold the stop forever.
@@ -280,8 +306,8 @@ export async function startService(config: Config, log: Logger = createLogger(co
       if (ran.length) log.info('migrations applied', { migrations: ran });
       await checkLiveCounts(db.sql, modules);
     }
-    const services = createServices(db.keyring, modules);
-    http = await buildHttp(config, log, db, services, modules);
+    const services = createServices(db.keyring, { config, modules });
+    http = await buildHttp(config, log, db, services, modules, options);
     const url = await listen(http.server, config);
     log.info('listening', { url, database: db.kind });
     // Only once the service listens: a start that fails before (the port taken, say) creates no
@@ -295,8 +321,19 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
     const running = http;
+    // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
+    const dispatcher: Dispatcher | null = config.webhooks.deliver
+      ? startDispatcher({
+          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
+          keyring: db.keyring,
+          events: running.events,
+          log,
+          metrics: running.metrics?.webhooks ?? null,
+          config: config.webhooks,
+        })
+      : null;
     let stopped: Promise<void> | undefined; // set by the first stop()
-    return { url, db, log, firstToken, stop: () => (stopped ??= stopGracefully(config, log, db, running)) };
+    return { url, db, log, firstToken, stop: () => (stopped ??= stopGracefully(config, log, db, running, dispatcher)) };
   } catch (err) {
     http?.server.close();
     await http?.events.close();

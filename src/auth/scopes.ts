@@ -35,6 +35,14 @@ export class ScopeVocabulary {
     this.permissions = permissions;
   }
 
+  /**
+   * Whether a scope word grants anything in this service (as `can` reads it): `*`, a permission,
+   * or `<name>:*` of a module's scope (`npm run token` warns of the words that do not: a typo).
+   */
+  grantsSomething(word: string): boolean {
+    return this.words.has(word);
+  }
+
   /** Refuses (at start) a permission no module declares: a typo would otherwise refuse every caller but `*`. */
   check(permission: string, where: string): void {
     if (!this.permissions.has(permission)) {

@@ -1,7 +1,8 @@
 import { writeFile } from 'node:fs/promises';
-import { schemaText } from '../graphql/schema.js';
-import { serviceSchema } from '../services.js';
+import { schemaText, subgraphSchemaText } from '../graphql/schema.js';
+import { serviceSchema, serviceSubgraphSchema } from '../services.js';
 
-/** `npm run schema`: writes schema.graphql (a test fails when the checked-in file is stale). */
+/** `npm run schema`: writes schema.graphql and schema.subgraph.graphql (a test fails when a checked-in file is stale). */
 await writeFile(new URL('../../../schema.graphql', import.meta.url), schemaText(await serviceSchema()));
-process.stdout.write('schema.graphql written\n');
+await writeFile(new URL('../../../schema.subgraph.graphql', import.meta.url), await subgraphSchemaText(await serviceSubgraphSchema()));
+process.stdout.write('schema.graphql and schema.subgraph.graphql written\n');

@@ -148,7 +148,7 @@ export const KEY_FILE = 'token.key';
  * keys) and read on every later start. A key file others may read is refused.
  */
 export async function embeddedKey(dataDir: string): Promise<Buffer> {
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, KEY_FILE);
   try {
     const file = await open(path, 'wx', 0o600);

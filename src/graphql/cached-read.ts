@@ -37,6 +37,8 @@ export class GraphQLReadCache {
   /** The key of a request's answer, or null when it may not be cached. */
   keyOf(ctx: AppContext, caller: Caller | null, query: unknown, raw: string | undefined): string | null {
     if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || typeof query !== 'string' || raw === undefined) return null;
+    // A router asking a subgraph for Apollo's inline trace gets the timing of this very run in the answer.
+    if (ctx.get('apollo-federation-include-trace')) return null;
     if (!this.documents.test(query)) return null;
     if (!this.store.inUse(caller)) {
       ctx.state.readCache = 'aside';

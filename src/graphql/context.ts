@@ -15,7 +15,7 @@ export type ServiceContainer = Readonly<Record<string, unknown>>;
 /** A service that reads live records by id, in one statement: what `Loaders.byId` batches. */
 interface RecordFinder {
   resource: Resource;
-  findMany(caller: Caller, sql: Sql, ids: readonly number[]): Promise<readonly { id: number }[]>;
+  findMany(caller: Caller, sql: Sql, ids: readonly number[], options?: { fields?: ReadonlySet<string> }): Promise<readonly { id: number }[]>;
 }
 
 const isFinder = (service: unknown): service is RecordFinder =>
@@ -72,7 +72,7 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
-  private readonly records = new Map<string, DataLoader<number, unknown>>();
+  private readonly records = new Map<string, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
 
   constructor(
     private readonly services: ServiceContainer,
@@ -81,20 +81,25 @@ export class Loaders {
   ) {}
 
   /**
-   * Live records of a resource by id (`Token.user`), through the service of the module that
-   * defines it: one statement for every id asked for in the response; null for an id with no live
-   * record. Made on its first use in the request.
+   * Live records of a resource by id (`Token.user`, the entities of a subgraph request), through
+   * the service of the module that defines it: every id asked for in a request is one statement
+   * (the service's `findMany`, which checks the caller's read permission), null for an absent or
+   * deleted record. One loader per resource and set of fields, made on its first use in the
+   * request: `fields`, as `selectedFields` answers them for one field of the document (the same set
+   * each time), reads only those columns; without it, whole records.
    */
-  byId<R extends Resource>(resource: R): DataLoader<number, (RecordOf<R> & { id: number }) | null> {
-    let loader = this.records.get(resource.name);
+  byId<R extends Resource>(resource: R, fields?: ReadonlySet<string>): DataLoader<number, (RecordOf<R> & { id: number }) | null> {
+    let byFields = this.records.get(resource.name);
+    if (!byFields) this.records.set(resource.name, (byFields = new Map()));
+    let loader = byFields.get(fields);
     if (!loader) {
       const finder = finderOf(this.services, resource);
       loader = new DataLoader<number, unknown>(async (ids) => {
-        const found = await finder.findMany(this.requireCaller(), this.sql, ids);
+        const found = await finder.findMany(this.requireCaller(), this.sql, ids, fields ? { fields } : {});
         const byId = new Map(found.map((record) => [record.id, record]));
         return ids.map((id) => byId.get(id) ?? null);
       });
-      this.records.set(resource.name, loader);
+      byFields.set(fields, loader);
     }
     return loader as DataLoader<number, (RecordOf<R> & { id: number }) | null>;
   }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, type BuildSchemaOptions, type PubSub } from 'type-graphql';
 import type { ClassType } from 'type-graphql';
+import { serviceSdl } from './federation.js';
 import { withPlainResolvers } from './plain-resolvers.js';
 
 const NO_TOPICS: PubSub = {
@@ -27,3 +28,6 @@ export function buildGraphQLSchema(resolvers: readonly ClassType[]): Promise<Gra
 
 /** A schema as schema.graphql has it at the repository root. */
 export const schemaText = (schema: GraphQLSchema): string => `${printSchema(schema)}\n`;
+
+/** A subgraph schema (src/graphql/federation.ts) as schema.subgraph.graphql has it: the SDL `_service { sdl }` answers. */
+export const subgraphSchemaText = async (subgraph: GraphQLSchema): Promise<string> => `${await serviceSdl(subgraph)}\n`;

@@ -1,4 +1,5 @@
 import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginInlineTrace } from '@apollo/server/plugin/inlineTrace';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -6,9 +7,8 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { koaMiddleware } from '@as-integrations/koa';
-import { getOperationAST, Kind, parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type Token } from 'graphql';
+import { getOperationAST, Kind, parse, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -23,6 +23,7 @@ import { GraphQLReadCache } from './cached-read.js';
 import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
 import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
 import { executorGateway } from './executor.js';
+import { DocumentStore } from './document-store.js';
 import { sandboxWithFallback } from './explorer.js';
 import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
 import { operationPlugin } from './operation.js';
@@ -30,31 +31,16 @@ import { operationPlugin } from './operation.js';
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
 
-/**
- * How much parsed documents Apollo keeps (its document store), in bytes, however many distinct
- * query texts clients send. A parsed document keeps its text and every token (each with its AST
- * node and location: ~300 bytes of heap, measured on Node 22), so it counts as its text plus 300
- * bytes a token; counting by text length alone undercounts a token-dense query tenfold.
- */
-const DOCUMENT_STORE_BYTES = 16 * 1024 * 1024;
-const BYTES_PER_TOKEN = 300;
-function documentBytes(document: DocumentNode): number {
-  const loc = document.loc;
-  if (!loc) return 64 * 1024;
-  let tokens = 0;
-  for (let token: Token | null = loc.startToken; token; token = token.next) tokens++;
-  return loc.source.body.length + BYTES_PER_TOKEN * tokens;
-}
-
 /** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
 const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
 
 /**
  * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
  * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
- * introspection meta-fields (__schema, __type, __typename), and only where introspection is on.
+ * introspection meta-fields (__schema, __type, __typename) or, in a subgraph, its SDL
+ * (`_service`: what introspection tells, in the form routers read), and only where introspection is on.
  */
-function runsWithoutToken(ctx: AppContext): boolean {
+function runsWithoutToken(ctx: AppContext, federation: boolean): boolean {
   const params = paramsOf(ctx);
   if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
   if (typeof params.query !== 'string') return false;
@@ -65,7 +51,8 @@ function runsWithoutToken(ctx: AppContext): boolean {
   } catch {
     return false;
   }
-  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
+  const schemaOnly = (name: string) => name.startsWith('__') || (federation && name === '_service');
+  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && schemaOnly(s.name.value));
 }
 
 /**
@@ -159,7 +146,7 @@ export interface GraphQLEndpoint {
  */
 // eslint-disable-next-line max-lines-per-function -- 130 lines: issue 33's point 4 (the one GraphQL gate) rewrites this function
 export async function createGraphQL(deps: {
-  /** The modules' schema (src/module/registry.ts). */
+  /** The modules' schema (src/module/registry.ts), as a subgraph with `federation`. */
   schema: GraphQLSchema;
   db: Database;
   services: Services;
@@ -169,18 +156,21 @@ export async function createGraphQL(deps: {
   readCache: ReadCache | null;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
+  /** GRAPHQL_FEDERATION: serve the schema as an Apollo Federation 2 subgraph (src/graphql/federation.ts). */
+  federation?: boolean;
 }): Promise<GraphQLEndpoint> {
   const { schema, db, services, log, introspection } = deps;
+  const federation = deps.federation ?? false;
   const answers = deps.readCache ? new GraphQLReadCache(schema, deps.readCache) : null;
   const apollo = new ApolloServer<GraphQLContext>({
-    gateway: executorGateway({ schema, sql: db.sql, log }),
+    gateway: executorGateway({ schema, sql: db.sql, log, traces: federation }),
     logger: apolloLogger(log),
     introspection,
     // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
     hideSchemaDetailsFromClientErrors: !introspection,
     allowBatchedHttpRequests: false,
     persistedQueries: false, // every operation comes in full
-    documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_BYTES, sizeCalculation: documentBytes }),
+    documentStore: new DocumentStore(),
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     stopOnTerminationSignals: false, // the server owns the graceful stop (server, then Apollo, then the pool)
     // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
@@ -196,9 +186,12 @@ export async function createGraphQL(deps: {
       operationPlugin(), // first: the plugins after it see a resolved query or mutation
       errorsPlugin(log),
       costLimitPlugin(),
+      // A subgraph answers Apollo's inline trace (`extensions.ftv1`) when, and only when, the router
+      // asks for it (`apollo-federation-include-trace: ftv1`): Apollo's plugin decides, per request.
+      // Error messages in traces are masked (a message may quote a value the client sent).
+      federation ? ApolloServerPluginInlineTrace({ includeErrors: { masked: true } }) : ApolloServerPluginInlineTraceDisabled(),
       // Apollo adds these by default: cache hints no one reads here, and reports to Apollo's cloud.
       ApolloServerPluginCacheControlDisabled(),
-      ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
     ],
@@ -252,7 +245,7 @@ export async function createGraphQL(deps: {
           () => true,
           () => false,
         ));
-      if (readable && runsWithoutToken(ctx)) return null;
+      if (readable && runsWithoutToken(ctx, federation)) return null;
       throw err;
     }
     if (bodyProblem) throw bodyProblem.err;

@@ -10,8 +10,12 @@ import type { ListFields } from '../list/list.js';
  */
 export type Schema = Record<string, unknown>;
 
-export function scalar(kind: FieldKind, max?: number): Schema {
+export function scalar(kind: FieldKind, max?: number, maxItems?: number): Schema {
   switch (kind) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'textList':
+      return { type: 'array', items: { type: 'string', ...(max ? { maxLength: max } : {}) }, ...(maxItems ? { maxItems } : {}) };
     case 'id':
     case 'reference':
       return { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
@@ -33,7 +37,11 @@ export function scalar(kind: FieldKind, max?: number): Schema {
 
 export const nullable = (schema: Schema, isNullable: boolean | undefined): Schema => (isNullable ? { ...schema, type: [schema.type, 'null'] } : schema);
 
-export const fieldSchema = (field: Field): Schema => nullable(scalar(field.kind, field.max), field.nullable);
+export const fieldSchema = (field: Field): Schema => ({
+  ...nullable(scalar(field.kind, field.max, field.maxItems), field.nullable),
+  ...(field.defaultValue !== undefined ? { default: field.defaultValue } : {}),
+  ...(field.writeOnly ? { writeOnly: true } : {}),
+});
 
 /** A record as the API answers it: its output fields. */
 export function recordSchema(resource: Resource): Schema {

@@ -32,6 +32,11 @@ export interface RecordRouteOptions<R extends Resource> {
   tag: ApiTag;
   /** What the OpenAPI descriptions add about this resource: its writes' rules, what a delete takes with it, when a restore is refused. */
   notes?: { write?: string; destroy?: string; restore?: string };
+  /**
+   * The schema of what a create answers with `Prefer: return=representation`, when it is not the
+   * record (a webhook with its secret, answered this once): its name and schema.
+   */
+  created?: { name: string; schema: Schema };
 }
 
 /** What every route of one record type says and uses: its service, paths, labels, rules and schemas. */
@@ -84,6 +89,7 @@ function listRoute<R extends Resource>({ options, path, service, tag, permission
 
 /** POST /user/: a create, on the next id or a reserved one. */
 function createRoute<R extends Resource>({
+  options: { created },
   path,
   service,
   tag,
@@ -117,12 +123,12 @@ function createRoute<R extends Resource>({
           201: {
             description: 'The new id, or the record with Prefer: return=representation',
             headers: { Location: header('Location'), ...PREFERENCE },
-            content: preferred(ref('Id'), record),
+            content: preferred(ref('Id'), created ? ref(created.name) : record),
           },
           ...errors(...WRITE_ERRORS),
         },
       },
-      schemas: schemas('Create'),
+      schemas: { ...schemas('Create'), ...(created ? { [created.name]: created.schema } : {}) },
     },
     async handle(ctx, caller, sql) {
       const values = parseWrite(resource, ctx.request.body, 'create');

@@ -1,6 +1,7 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import type { ClassType } from 'type-graphql';
 import type { ScopeSpec, ScopeVocabulary } from '../auth/scopes.js';
+import type { Config } from '../config.js';
 import type { MigrationHooks } from '../db/database.js';
 import type { Keyring } from '../db/keyring.js';
 import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
@@ -40,8 +41,11 @@ export interface ModuleSpec<K extends string, S> {
   /** What it does around the migrations with the key ring, and checks once they ran (tokens: the key check). */
   database?: MigrationHooks;
   /**
-   * Record types that are entities of a federated graph, keyed by `id` (Apollo Federation's
-   * `@key(fields: "id")`, resolved through `Loaders.byId`): read by a subgraph schema, none yet.
+   * Record types that are entities of a federated graph, keyed by `id` (GRAPHQL_FEDERATION=true:
+   * Apollo Federation's `@key(fields: "id")` in the subgraph schema, src/graphql/federation.ts): a
+   * router's reference resolves as the record's query by id would, with its read permission
+   * (`service.permissions.get`), through `Loaders.byId`: one statement per type for all the
+   * references of a request. The module's service reads them (`findMany`).
    */
   entities?: readonly Resource[];
   /**
@@ -70,6 +74,8 @@ export type AnyModule = Module<string, any>;
 
 /** What a module's service is made with. */
 export interface ModuleDeps {
+  /** The service's settings (src/config.ts): a module's own are there too (webhooks: `config.webhooks`). */
+  config: Config;
   keyring: Keyring;
   /** The scope words of every module: the grant rule's vocabulary. */
   scopes: ScopeVocabulary;

@@ -1,14 +1,16 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import type { GraphQLSchema } from 'graphql';
 import type { ClassType } from 'type-graphql';
+import type { Permission } from '../auth/caller.js';
 import { ScopeVocabulary, type ScopeSpec } from '../auth/scopes.js';
-import { ConfigError } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import type { DatabaseSchema } from '../db/database.js';
 import type { Keyring } from '../db/keyring.js';
 import { migrations as coreMigrations } from '../db/migrations/index.js';
 import { tablesWithoutLiveCount } from '../db/migrations/live-counts.js';
 import type { Sql } from '../db/sql.js';
 import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
+import { recordEntity, subgraphSchema, type EntityDeclaration } from '../graphql/federation.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
 import type { RouteSpec } from '../http/routes.js';
 import { entitySchemaOf } from '../resource/entity.js';
@@ -48,14 +50,14 @@ function checkPermissions(module: AnyModule, service: unknown, scopes: ScopeVoca
  * services of the modules before it. Refuses two modules with one key, and a permission a service
  * declares that no module's scope has.
  */
-export function createServices(modules: readonly AnyModule[], keyring: Keyring): ServiceContainer {
+export function createServices(modules: readonly AnyModule[], keyring: Keyring, config: Config): ServiceContainer {
   const scopes = scopeVocabulary(modules);
   const relations = modules.flatMap((m) => m.relations ?? []);
   const cascadeOf = (resource: Resource) => relations.flatMap((relation) => relation.cascadeOf(resource));
   const services: Record<string, unknown> = {};
   for (const module of modules) {
     if (Object.hasOwn(services, module.key)) throw new Error(`two modules have the key "${module.key}"`);
-    const deps: ModuleDeps = { keyring, scopes, services: { ...services }, cascadeOf };
+    const deps: ModuleDeps = { config, keyring, scopes, services: { ...services }, cascadeOf };
     const service = module.service(deps);
     checkPermissions(module, service, scopes);
     services[module.key] = service;
@@ -158,7 +160,26 @@ export async function checkLiveCounts(sql: Sql, modules: readonly AnyModule[]): 
   }
 }
 
-/** The record types that are federation entities keyed by id, by module (for a subgraph schema). */
-export function federationEntities(modules: readonly AnyModule[]): { module: string; type: string; key: 'id'; resource: Resource }[] {
-  return modules.flatMap((m) => (m.entities ?? []).map((resource) => ({ module: m.key, type: resource.type, key: 'id' as const, resource })));
+/**
+ * The federation entities of the modules (their `entities`), each resolved through its module's
+ * service. Refuses a type two modules declare.
+ */
+export function federationEntities(modules: readonly AnyModule[]): EntityDeclaration[] {
+  const entities = modules.flatMap((m) =>
+    (m.entities ?? []).map((resource) => recordEntity(resource, (ctx: GraphQLContext) => ctx.services[m.key] as { permissions: { get: Permission } })),
+  );
+  const types = entities.map((e) => e.type);
+  const twice = types.find((type, i) => types.indexOf(type) !== i);
+  if (twice) throw new Error(`two modules declare the entity ${twice}`);
+  return entities;
+}
+
+const subgraphs = new Map<string, Promise<GraphQLSchema>>();
+
+/** The modules' schema as an Apollo Federation 2 subgraph, with their entities (GRAPHQL_FEDERATION=true; built once per list of modules). */
+export function subgraphSchemaOf(modules: readonly AnyModule[], order: SchemaOrder): Promise<GraphQLSchema> {
+  const key = modules.map((m) => m.key).join(' ');
+  let schema = subgraphs.get(key);
+  if (!schema) subgraphs.set(key, (schema = schemaOf(modules, order).then((types) => subgraphSchema(types, federationEntities(modules)))));
+  return schema;
 }

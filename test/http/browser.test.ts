@@ -93,7 +93,7 @@ test('/docs renders the OpenAPI document', async () => {
   expect(await tab.locator('.opblock').count()).toBeGreaterThan(20);
   // Grouped by resource, not all under "default".
   const tags = await tab.locator('.opblock-tag').evaluateAll((headings) => headings.map((h) => h.getAttribute('data-tag')));
-  expect(tags).toEqual(['service', 'users', 'tokens', 'applications', 'roles', 'links', 'audit', 'token platform']);
+  expect(tags).toEqual(['service', 'users', 'tokens', 'applications', 'roles', 'links', 'webhooks', 'audit', 'token platform']);
   await tab.close();
 }, 60_000);
 

@@ -84,7 +84,7 @@ describe('stored form', () => {
       [{ accessToken: { gt: 'flt-a' } }, 'filter.accessToken.gt'],
       [{ refreshToken: { lte: 'z' } }, 'filter.refreshToken.lte'],
       [{ accessToken: { isNull: false } }, 'filter.accessToken.isNull'],
-      ['accessToken ge a', 'filter.accessToken.gte'],
+      ['accessToken ge a', 'filter.accessToken.ge'],
     ] as const) {
       const res = await svc.request('GET', `/token/?filter=${q(filter)}`);
       expect({ filter, status: res.status, details: res.body.details }).toEqual({
