@@ -14,20 +14,13 @@ import { openEventSource, type EventSource } from './realtime/events.js';
 import { Hub } from './realtime/hub.js';
 import { sseEndpoint } from './realtime/sse.js';
 import { attachWebSockets } from './realtime/ws.js';
-import type { AnyModule } from './module/module.js';
-import { checkLiveCounts, databaseSchemaOf } from './module/registry.js';
+import type { AnyModule, Stoppable } from './module/module.js';
+import { checkLiveCounts, databaseSchemaOf, startModules } from './module/registry.js';
 import { MODULES } from './modules.js';
 import { createServices, serviceSchema, serviceSubgraphSchema, type Services } from './services.js';
-import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
-import { webhookStanding } from './webhooks/standing.js';
 
-/**
- * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
- * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
- * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
- * again (at least once holds; a crash of the service loses nothing either way).
- */
-const WEBHOOK_CONNECTIONS = 3;
+/** No work beside the requests (a start stopped before it got there). */
+const NO_WORK: Stoppable = { stop: async () => {} };
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -187,7 +180,6 @@ interface Http {
 async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
   const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
   const metrics = config.metrics ? createMetrics(db) : null;
-  metrics?.webhooks.readStanding(() => webhookStanding(db.sql));
   const events = openEventSource({ sql: db.sql, log });
   try {
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
@@ -269,9 +261,9 @@ async function listen(server: Server, config: Pick<Config, 'host' | 'port'>): Pr
  * while every request, new connections' too, is still served; then no new connections, idle ones
  * closed, the requests under way answered (each closing its connection), then the subscriptions
  * end (1001 on WebSocket, SHUTTING_DOWN on SSE), which lets their connections close too; then the
- * webhook deliveries, the event source, GraphQL and the pool.
+ * modules' work beside the requests, the event source, GraphQL and the pool.
  */
-async function stopGracefully(config: Config, log: Logger, db: Database, http: Http, dispatcher: Dispatcher | null): Promise<void> {
+async function stopGracefully(config: Config, log: Logger, db: Database, http: Http, work: Stoppable): Promise<void> {
   if (config.shutdownDrainMs > 0) {
     http.drain();
     log.info('draining', { ms: config.shutdownDrainMs });
@@ -286,8 +278,9 @@ async function stopGracefully(config: Config, log: Logger, db: Database, http: H
   await http.webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
   await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
   server.closeAllConnections();
-  // Deliveries under way end (within WEBHOOK_TIMEOUT_MS); the endpoints are let go for other instances.
-  await dispatcher?.stop();
+  // The modules' work (webhooks: deliveries under way end, within WEBHOOK_TIMEOUT_MS, and the
+  // endpoints are let go for other instances), before the event source it reads.
+  await work.stop();
   await http.events.close();
   await http.graphql.stop();
   // A pool whose connections hang (a network gone silent) must not hold the stop forever.
@@ -321,19 +314,12 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
     const running = http;
-    // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
-    const dispatcher: Dispatcher | null = config.webhooks.deliver
-      ? startDispatcher({
-          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
-          keyring: db.keyring,
-          events: running.events,
-          log,
-          metrics: running.metrics?.webhooks ?? null,
-          config: config.webhooks,
-        })
-      : null;
+    // The modules' work beside the requests (webhooks: the deliveries), once the database is migrated.
+    const work = options.stopRequested?.()
+      ? NO_WORK
+      : await startModules(modules, services, { config, db, events: running.events, log, metrics: running.metrics?.registry ?? null });
     let stopped: Promise<void> | undefined; // set by the first stop()
-    return { url, db, log, firstToken, stop: () => (stopped ??= stopGracefully(config, log, db, running, dispatcher)) };
+    return { url, db, log, firstToken, stop: () => (stopped ??= stopGracefully(config, log, db, running, work)) };
   } catch (err) {
     http?.server.close();
     await http?.events.close();

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupMetrics, isWorker } from '../cluster.js';
 import type { Database } from '../db/database.js';
-import type { RealtimeMetrics, WebhookMetrics, WebhookStanding } from '../observability/metrics.js';
+import type { RealtimeMetrics } from '../observability/metrics.js';
 import type { AppContext, AppState } from './context.js';
 import { routeOf } from './middleware.js';
 
@@ -19,8 +19,8 @@ export interface Metrics {
   endpoint: Middleware<AppState>;
   /** The subscriptions' (src/realtime/). */
   realtime: RealtimeMetrics;
-  /** The webhooks' deliveries (src/webhooks/). */
-  webhooks: WebhookMetrics;
+  /** The registry GET /metrics reads: where a module puts its own metrics (src/module/module.ts: `start`). */
+  registry: Registry;
 }
 
 /** Distinct operation names that get a series of their own; later ones count as "other". */
@@ -67,7 +67,7 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
 
   return {
     realtime,
-    webhooks: webhookMetrics(registry),
+    registry,
     observe(ctx) {
       const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
       duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
@@ -157,57 +157,5 @@ function realtimeMetrics(registry: Registry): RealtimeMetrics {
     subscribed: (operation, delta) => subscriptions.inc({ operation }, delta),
     sent: (count) => eventsSent.inc(count),
     closed: (transport, reason) => closes.inc({ transport, reason }),
-  };
-}
-
-/** What webhook deliveries count, and two gauges of where the endpoints stand, read once per scrape. */
-function webhookMetrics(registry: Registry): WebhookMetrics {
-  const webhookAttempts = new Counter({
-    name: 'webhook_attempts_total',
-    help: 'Webhook delivery attempts, by result: 2xx, 3xx, 4xx, 5xx (the answer’s status class), timeout, error (no answer) or refused (a private address)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-  });
-  const webhookDeliveries = new Counter({
-    name: 'webhook_deliveries_total',
-    help: 'Events done with per webhook, by outcome: delivered (2xx), gone (410: the webhook was disabled) or gave_up (retries exhausted: disabled)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  });
-  for (const outcome of ['delivered', 'gone', 'gave_up']) webhookDeliveries.inc({ outcome }, 0);
-  let readStanding: (() => Promise<WebhookStanding>) | null = null;
-  let standing: Promise<WebhookStanding | null> | null = null;
-  /** One read of the database per scrape, shared by both gauges. */
-  const standingOnce = () => {
-    standing ??= (readStanding?.() ?? Promise.resolve(null)).catch(() => null).finally(() => setTimeout(() => (standing = null), 0));
-    return standing;
-  };
-  // Every worker reads the same database: the group's value is any one's (max), not their sum.
-  new Gauge({
-    name: 'webhook_lag_seconds',
-    help: 'Per active webhook: seconds between the newest event it matches and the last one delivered to it (0 when caught up)',
-    labelNames: ['webhook'] as const,
-    aggregator: 'max',
-    registers: [registry],
-    async collect() {
-      const now = await standingOnce();
-      this.reset();
-      for (const { webhook, seconds } of now?.lags ?? []) this.set({ webhook: String(webhook) }, seconds);
-    },
-  });
-  new Gauge({
-    name: 'webhook_endpoints_disabled',
-    help: 'Live webhooks that are disabled (given up on, 410 Gone, or set so)',
-    aggregator: 'max',
-    registers: [registry],
-    async collect() {
-      const now = await standingOnce();
-      if (now) this.set(now.disabled);
-    },
-  });
-  return {
-    attempt: (result) => webhookAttempts.inc({ result }),
-    delivered: (outcome) => webhookDeliveries.inc({ outcome }),
-    readStanding: (read) => (readStanding = read),
   };
 }

@@ -1,11 +1,14 @@
 import type { MigrationObject } from '@mikro-orm/core';
+import type { Registry } from 'prom-client';
 import type { ClassType } from 'type-graphql';
 import type { ScopeSpec, ScopeVocabulary } from '../auth/scopes.js';
 import type { Config } from '../config.js';
-import type { MigrationHooks } from '../db/database.js';
+import type { Database, MigrationHooks } from '../db/database.js';
 import type { Keyring } from '../db/keyring.js';
 import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
 import type { RouteSpec } from '../http/routes.js';
+import type { Logger } from '../observability/log.js';
+import type { EventSource } from '../realtime/events.js';
 import type { Relation } from '../resource/relation.js';
 import type { Cascade, Resource } from '../resource/resource.js';
 
@@ -65,6 +68,32 @@ export interface ModuleSpec<K extends string, S> {
   graphql?(api: GraphQLApi<S>): ClassType[];
   /** Its subscriptions (src/realtime/realtime.graphql.ts builds them), after every module's operations. */
   subscriptions?(api: GraphQLApi<S>): ClassType[];
+  /**
+   * Its work beside the requests (webhooks: the deliveries) and its own Prometheus metrics: started
+   * once the service listens on a migrated database (with MIGRATE=false, once the migrations ran),
+   * in list order; what it answers is stopped by the graceful stop once the requests are answered
+   * and the subscriptions closed, before the event source and the pool close.
+   */
+  start?(runtime: ModuleRuntime<S>): Promise<Stoppable | null> | Stoppable | null;
+}
+
+/** What a module's `start` runs on. */
+export interface ModuleRuntime<S> {
+  /** The module's service. */
+  service: S;
+  config: Config;
+  /** The database: the request pool (`sql`), the key ring, and pools of their own for work that must not queue behind requests (`backgroundSql`). */
+  db: Pick<Database, 'sql' | 'keyring' | 'backgroundSql'>;
+  /** The instance's event source: the audit log's events in id order (src/realtime/events.ts). */
+  events: EventSource;
+  log: Logger;
+  /** The registry of GET /metrics, where a module's own metrics go; null with METRICS=false. */
+  metrics: Registry | null;
+}
+
+/** What a module's `start` answers: its work, which a stop ends. */
+export interface Stoppable {
+  stop(): Promise<void>;
 }
 
 export type Module<K extends string = string, S = unknown> = Readonly<ModuleSpec<K, S>>;

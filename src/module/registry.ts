@@ -15,7 +15,7 @@ import { buildGraphQLSchema } from '../graphql/schema.js';
 import type { RouteSpec } from '../http/routes.js';
 import { entitySchemaOf } from '../resource/entity.js';
 import type { Resource } from '../resource/resource.js';
-import type { AnyModule, GraphQLApi, ModuleDeps } from './module.js';
+import type { AnyModule, GraphQLApi, ModuleDeps, ModuleRuntime, Stoppable } from './module.js';
 
 /**
  * Everything generic code derives from the list of modules (src/modules.ts), each derivation a
@@ -182,4 +182,29 @@ export function subgraphSchemaOf(modules: readonly AnyModule[], order: SchemaOrd
   let schema = subgraphs.get(key);
   if (!schema) subgraphs.set(key, (schema = schemaOf(modules, order).then((types) => subgraphSchema(types, federationEntities(modules)))));
   return schema;
+}
+
+/**
+ * Starts the modules' work beside the requests (`start`), in list order; answers what stops them
+ * all, in the reverse order. A start that fails stops those already started, then throws.
+ */
+export async function startModules(
+  modules: readonly AnyModule[],
+  services: ServiceContainer,
+  runtime: Omit<ModuleRuntime<unknown>, 'service'>,
+): Promise<Stoppable> {
+  const started: Stoppable[] = [];
+  const stop = async () => {
+    for (const work of [...started].reverse()) await work.stop();
+  };
+  try {
+    for (const module of modules) {
+      const work = await module.start?.({ ...runtime, service: services[module.key] });
+      if (work) started.push(work);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { stop };
 }

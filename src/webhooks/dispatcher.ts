@@ -3,7 +3,7 @@ import type { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from '../config.js';
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../observability/log.js';
-import type { WebhookMetrics } from '../observability/metrics.js';
+import type { WebhookMetrics } from './metrics.js';
 import type { ChangeEvent, EventSource } from '../realtime/events.js';
 import type { Keyring } from '../db/keyring.js';
 import { deliveryClient } from './client.js';

@@ -1,8 +1,9 @@
+import { Counter } from 'prom-client';
 import { recordResolver } from '../../../src/graphql/record-resolver.js';
 import { recordTypes, type RecordTypes } from '../../../src/graphql/record-types.js';
 import { recordRoutes } from '../../../src/http/record-routes.js';
 import { AppError } from '../../../src/errors.js';
-import { defineModule } from '../../../src/module/module.js';
+import { defineModule, type ModuleRuntime, type Stoppable } from '../../../src/module/module.js';
 import { recordEvents } from '../../../src/realtime/realtime.graphql.js';
 import { field } from '../../../src/resource/field.js';
 import { defineResource } from '../../../src/resource/resource.js';
@@ -37,6 +38,40 @@ const groupService = (deps: RecordDeps) =>
     deps,
   );
 
+/** What one start of the module's work saw (one per service started with it): the test reads these. */
+export interface GroupWork {
+  /** Group events read from the instance's event source. */
+  events: number;
+  /** The graceful stop stopped it. */
+  stopped: boolean;
+  /** The event source still delivered after the stop (it must not: the work stops before the source closes, and lets it go). */
+  eventsAfterStop: number;
+}
+export const groupWork: GroupWork[] = [];
+
+/**
+ * Its work beside the requests, as a module with background work has it (src/webhooks/: the
+ * deliveries): it reads the instance's event source, counts the group events in a metric of its own
+ * in /metrics, and lets the source go when the service stops.
+ */
+function startGroupWork({ events, metrics }: ModuleRuntime<unknown>): Stoppable {
+  const work: GroupWork = { events: 0, stopped: false, eventsAfterStop: 0 };
+  groupWork.push(work);
+  const seen = metrics ? new Counter({ name: 'group_events_seen_total', help: 'Group events read by the groups module', registers: [metrics] }) : null;
+  const unlisten = events.listen((batch) => {
+    const read = batch.filter((e) => e.resource === 'group').length;
+    if (work.stopped) work.eventsAfterStop += read;
+    work.events += read;
+    seen?.inc(read);
+  });
+  return {
+    async stop() {
+      unlisten();
+      work.stopped = true;
+    },
+  };
+}
+
 let types: RecordTypes | undefined;
 const groupTypes = () => (types ??= recordTypes(groups, { cacheable: true }));
 
@@ -52,6 +87,7 @@ const spec = {
 
 export default defineModule({
   ...spec,
+  start: (runtime) => startGroupWork(runtime),
   graphql: (api) => [recordResolver(groups, api.service, groupTypes(), { cacheable: true, mutations: ['create', 'update', 'patch', 'destroy', 'restore'] })],
   subscriptions: (api) =>
     recordEvents({ definition: groups, recordType: () => groupTypes().Type, find: (ctx, caller, id) => api.service(ctx).find(caller, ctx.sql, id) }),
