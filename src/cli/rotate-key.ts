@@ -3,8 +3,6 @@ import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import { databaseSchemaOf } from '../module/registry.js';
 import { MODULES } from '../modules.js';
-import { rotateTokenKeys } from '../tokens/secret-rows.js';
-import { rotateWebhookKeys } from '../webhooks/secret-rows.js';
 import type { Io } from './token.js';
 
 const HELP = `usage: TOKEN_KEY=<new key> TOKEN_KEY_PREVIOUS=<old key> npm run rotate-key
@@ -17,7 +15,7 @@ embedded database in DATA_DIR (./data), whether or not the service is running.
 `;
 
 /**
- * `npm run rotate-key`: re-encrypts every token under TOKEN_KEY (docs/operations.md#secrets-at-rest). Exit status 0 when done,
+ * `npm run rotate-key`: re-encrypts every secret (tokens', webhooks') under TOKEN_KEY (docs/operations.md#secrets-at-rest). Exit status 0 when done,
  * 1 when it cannot (a missing or malformed key, a token under a key neither variable holds).
  */
 export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
@@ -38,10 +36,11 @@ export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, i
       // Migrating also checks the keys against every stored token; a service sharing its embedded
       // database migrated it and checked them already.
       if (!db.shared) await db.migrate();
-      const { changed, unchanged } = await rotateTokenKeys(db.sql, db.keyring);
-      io.out(`${changed} token${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY (key id ${db.keyring.current.hexId}); ${unchanged} already under it.\n`);
-      const webhooks = await rotateWebhookKeys(db.sql, db.keyring);
-      if (webhooks > 0) io.out(`${webhooks} webhook secret${webhooks === 1 ? '' : 's'} re-encrypted with TOKEN_KEY.\n`);
+      // Each module re-seals its own secrets (tokens', webhooks'), in list order.
+      for (const module of MODULES) {
+        const told = await module.rotateKeys?.(db.sql, db.keyring);
+        if (told) io.out(`${told}\n`);
+      }
       return 0;
     } finally {
       await db.close();

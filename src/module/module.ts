@@ -5,6 +5,7 @@ import type { ScopeSpec, ScopeVocabulary } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import type { Database, MigrationHooks } from '../db/database.js';
 import type { Keyring } from '../db/keyring.js';
+import type { Sql } from '../db/sql.js';
 import type { GraphQLContext, ServiceContainer } from '../graphql/context.js';
 import type { RouteSpec } from '../http/routes.js';
 import type { Logger } from '../observability/log.js';
@@ -75,6 +76,12 @@ export interface ModuleSpec<K extends string, S> {
    * and the subscriptions closed, before the event source and the pool close.
    */
   start?(runtime: ModuleRuntime<S>): Promise<Stoppable | null> | Stoppable | null;
+  /**
+   * `npm run rotate-key`: re-seals the module's secrets still under TOKEN_KEY_PREVIOUS with
+   * TOKEN_KEY (tokens: their access and refresh tokens; webhooks: their signing secrets), and
+   * answers the line the tool prints (null: nothing to tell).
+   */
+  rotateKeys?(sql: Sql, keyring: Keyring): Promise<string | null>;
 }
 
 /** What a module's `start` runs on. */

@@ -1,5 +1,5 @@
 import { defineModule } from '../module/module.js';
-import { tokenMigrationHooks } from './secret-rows.js';
+import { rotateTokenKeys, tokenMigrationHooks } from './secret-rows.js';
 import { tokenEvents } from './token.events.js';
 import { tokenResolvers } from './token.graphql.js';
 import { tokens } from './token.resource.js';
@@ -21,4 +21,8 @@ export default defineModule({
   routes: (service, { basePath }) => tokenRoutes(service, basePath),
   graphql: (api) => tokenResolvers(api),
   subscriptions: (api) => tokenEvents(api),
+  async rotateKeys(sql, keyring) {
+    const { changed, unchanged } = await rotateTokenKeys(sql, keyring);
+    return `${changed} token${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY (key id ${keyring.current.hexId}); ${unchanged} already under it.`;
+  },
 });

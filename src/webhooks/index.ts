@@ -2,6 +2,7 @@ import { defineModule } from '../module/module.js';
 import { startDispatcher } from './dispatcher.js';
 import { webhookMetrics } from './metrics.js';
 import { Migration20261210000000_webhooks } from './Migration20261210000000_webhooks.js';
+import { rotateWebhookKeys } from './secret-rows.js';
 import { webhookStanding } from './standing.js';
 import { webhookResolvers } from './webhook.graphql.js';
 import { webhooks } from './webhook.resource.js';
@@ -19,7 +20,7 @@ const WEBHOOK_CONNECTIONS = 3;
 /**
  * Webhooks (docs/rest.md#webhooks): REST /webhook/… (the records, a new secret, replay, the delivery
  * history), GraphQL webhooks/webhook/… and `Webhook.deliveries`; scope `webhook`; counted. Its
- * secrets are sealed with the key ring. Beside the requests, the
+ * secrets are sealed with the key ring (re-sealed by `npm run rotate-key`). Beside the requests, the
  * dispatcher delivers the events of the audit log to them (unless WEBHOOK_DELIVERY=false), with its
  * metrics in /metrics.
  */
@@ -43,5 +44,9 @@ export default defineModule({
       metrics,
       config: config.webhooks,
     });
+  },
+  async rotateKeys(sql, keyring) {
+    const changed = await rotateWebhookKeys(sql, keyring);
+    return changed > 0 ? `${changed} webhook secret${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY.` : null;
   },
 });
