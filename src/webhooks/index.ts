@@ -5,7 +5,7 @@ import { Migration20261210000000_webhooks } from './Migration20261210000000_webh
 import { rotateWebhookKeys } from './secret-rows.js';
 import { webhookStanding } from './standing.js';
 import { webhookResolvers } from './webhook.graphql.js';
-import { webhooks } from './webhook.resource.js';
+import { webhookDeliveries, webhooks } from './webhook.resource.js';
 import { webhookRoutes } from './webhook.routes.js';
 import { webhookService } from './webhook.service.js';
 
@@ -26,7 +26,7 @@ const WEBHOOK_CONNECTIONS = 3;
  */
 export default defineModule({
   key: 'webhooks',
-  records: [webhooks],
+  records: [webhooks, webhookDeliveries],
   scope: 'webhook',
   migrations: [{ name: 'Migration20261210000000_webhooks', class: Migration20261210000000_webhooks }],
   service: (deps) => webhookService(deps.keyring, { allowPrivate: deps.config.webhooks.allowPrivate }, deps),
