@@ -5,6 +5,7 @@ import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
+import { Gate } from './graphql/gate.js';
 import { graphQLSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
@@ -112,9 +113,10 @@ export async function startService(config: Config, log: Logger = createLogger(co
     events = openEventSource({ sql: db.sql, log });
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
-    const schema = await graphQLSchema();
-    const sse = sseEndpoint({ schema, db, services, hub, log });
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, readCache, sse });
+    // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each.
+    const gate = new Gate({ schema: await graphQLSchema(), introspection: config.graphqlIntrospection, log });
+    const sse = sseEndpoint({ gate, db, services, hub, log });
+    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, gate, readCache, sse });
     let draining = false;
     const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
@@ -122,7 +124,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // which answers the JSON 400.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
     const webSockets = attachWebSockets(server, {
-      schema,
+      gate,
       db,
       services,
       hub,
