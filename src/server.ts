@@ -5,7 +5,7 @@ import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
-import { Gate } from './graphql/gate.js';
+import { createGate } from './graphql/gate.js';
 import { graphQLSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
@@ -114,7 +114,13 @@ export async function startService(config: Config, log: Logger = createLogger(co
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each.
-    const gate = new Gate({ schema: await graphQLSchema(), introspection: config.graphqlIntrospection, log });
+    const gate = await createGate({
+      schema: await graphQLSchema(),
+      introspection: config.graphqlIntrospection,
+      log,
+      metrics: metrics?.trustedDocuments ?? null,
+      trustedDocuments: { path: config.graphqlTrustedDocuments, mode: config.graphqlTrustedDocumentsMode },
+    });
     const sse = sseEndpoint({ gate, db, services, hub, log });
     const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, gate, readCache, sse });
     let draining = false;

@@ -358,16 +358,27 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
     if (inDefault) return { ...formatted, message, extensions: rest };
     return { ...formatted, message, extensions: { ...rest, code: 'BAD_USER_INPUT', ...naming(message, valueField) } };
   }
-  const status = error instanceof GraphQLError ? (error.extensions.http as { status?: unknown } | undefined)?.status : undefined;
-  if (code === 'BAD_REQUEST' && typeof status === 'number' && CODE_OF_STATUS[status])
+  const status = httpStatusOf(error);
+  if (code === 'BAD_REQUEST' && status !== undefined && CODE_OF_STATUS[status])
     return { ...formatted, extensions: { ...extensions, code: CODE_OF_STATUS[status] } };
   if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
+  // An error without a code that asks for a 4xx (Apollo's own "Unsupported persisted query
+  // version", "provided sha does not match query"): the client's mistake, said as it is.
+  if (status !== undefined && status < 500) return { ...formatted, extensions: { ...extensions, code: 'BAD_REQUEST' } };
   return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
 }
 
-/** Whether formatError masks an error as INTERNAL_SERVER_ERROR: neither a service error nor one with a code. */
+/** The HTTP status an error asks for (Apollo's convention: `extensions.http.status`), if any. */
+function httpStatusOf(error: unknown): number | undefined {
+  const status = error instanceof GraphQLError ? (error.extensions?.http as { status?: unknown } | undefined)?.status : undefined;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** Whether formatError masks an error as INTERNAL_SERVER_ERROR: neither a service error, nor one with a code, nor a client's (4xx). */
 export function isInternal(error: GraphQLError): boolean {
-  return !asAppError(unwrapResolverError(error)) && (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') === 'INTERNAL_SERVER_ERROR';
+  if (asAppError(unwrapResolverError(error)) || (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') !== 'INTERNAL_SERVER_ERROR') return false;
+  const status = httpStatusOf(error);
+  return status === undefined || status >= 500;
 }
 
 /**

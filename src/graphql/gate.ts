@@ -1,19 +1,27 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
+import type { PersistedQueryOptions } from '@apollo/server';
+import { PrefixingKeyValueCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
+import { LRUCache } from 'lru-cache';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
+import type { TrustedDocumentMetrics } from '../observability/metrics.js';
 import type { GraphQLContext } from './context.js';
-import { DocumentCache, type PreparedDocument } from './documents.js';
+import { DocumentCache, PreparedDocument, sha256 as sha256Of } from './documents.js';
 import { formatErrors, isInternal, variableErrors } from './errors.js';
 import { costProblem, GRAPHQL_LIMITS, valueNesting } from './limits.js';
+import { loadTrustedDocuments, type TrustedDocuments, type TrustedDocumentsMode } from './trusted-documents.js';
 
 /**
  * The one GraphQL gate (docs/architecture.md): every operation, on every transport (POST and GET
  * /graphql through Apollo Server, WebSocket, Server-Sent Events), passes the same checks, in the
  * same order, with the same words:
  *
+ * 0. which document the request names: its text, or an id (`extensions.persistedQuery.sha256Hash`,
+ *    `documentId: "sha256:<id>"`) of a trusted document (GRAPHQL_TRUSTED_DOCUMENTS: a listed
+ *    operation by id is parsed and validated at start, never per request) or of a persisted query
+ *    Apollo registered; with a list, whether a text may run (src/graphql/trusted-documents.ts);
  * 1. the document: its nesting, syntax and validity (src/graphql/documents.ts: once per text);
  * 2. the variables' nesting;
  * 3. the operation the request names, and whether this transport runs its kind;
@@ -32,6 +40,8 @@ export interface OperationRequest {
   operationName?: unknown;
   variables?: unknown;
   extensions?: unknown;
+  /** `sha256:<id>` (the GraphQL over HTTP persisted documents form). */
+  documentId?: unknown;
 }
 
 /** How a request came: each runs its own kinds of operation. */
@@ -50,6 +60,8 @@ export interface Admitted {
   cacheable: boolean;
   /** Only introspection meta-fields: may run without a token where introspection is on. */
   introspectionOnly: boolean;
+  /** The id the request named its document by (null: it sent the text). */
+  byId: string | null;
 }
 
 /** A request the gate refused, with why (HTTP: 400), and the operation when it got that far. */
@@ -96,11 +108,63 @@ function shapeProblem(request: OperationRequest): GraphQLError | null {
   return null;
 }
 
+/**
+ * The id a request names its document by: Apollo Client's persisted query link sends
+ * `extensions.persistedQuery: {"version": 1, "sha256Hash": "<id>"}`, the GraphQL over HTTP
+ * persisted documents form `documentId: "sha256:<id>"`. Null: none (another persisted query
+ * version is Apollo Server's to refuse).
+ */
+function idOf(request: OperationRequest): string | null {
+  const persisted = (request.extensions as { persistedQuery?: unknown } | null | undefined)?.persistedQuery as Record<string, unknown> | undefined;
+  if (typeof persisted === 'object' && persisted !== null && persisted.version === 1 && typeof persisted.sha256Hash === 'string') return persisted.sha256Hash;
+  if (typeof request.documentId === 'string') return request.documentId.startsWith('sha256:') ? request.documentId.slice('sha256:'.length) : request.documentId;
+  return null;
+}
+
+/** An id as an error may quote it: only one that looks like a SHA-256 (a client may send anything). */
+const quoted = (id: string) => (/^[0-9a-f]{64}$/i.test(id) ? `"${id}"` : 'given');
+
+// The codes Apollo Router gives the same refusals.
+const notInList = (id: string) =>
+  new GraphQLError(`no trusted document has the id ${quoted(id)}: this service runs only the operations its clients shipped`, {
+    extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' },
+  });
+const notInSafelist = () =>
+  new GraphQLError(
+    'this operation is not one of the trusted documents: send the id of a listed operation (extensions.persistedQuery or documentId); only a token holding "*" may send other operations',
+    { extensions: { code: 'QUERY_NOT_IN_SAFELIST' } },
+  );
+
+/**
+ * The persisted queries Apollo Server registers (automatic persisted queries, without a list of
+ * trusted documents): texts by their SHA-256, the least recently used going first past this many bytes.
+ */
+const PERSISTED_QUERY_BYTES = 4 * 1024 * 1024;
+
 export interface GateDeps {
   schema: GraphQLSchema;
   /** Introspection on: `__schema` and `__type` may be asked, and errors may hint at names ("Did you mean …?"). */
   introspection: boolean;
   log: Logger;
+  /** The trusted documents (null: none, any operation runs). */
+  trusted: TrustedDocuments | null;
+  /** Where operations outside the trusted documents are counted (null: no metrics). */
+  metrics: TrustedDocumentMetrics | null;
+}
+
+/**
+ * The gate, with the list of trusted documents at `trustedDocuments.path` when one is given (each
+ * document checked as every request's is; a ConfigError, `Could not start: …`, when the list
+ * cannot be read or holds anything but valid operations under their SHA-256).
+ */
+export async function createGate(
+  deps: Omit<GateDeps, 'trusted'> & { trustedDocuments?: { path: string | undefined; mode: TrustedDocumentsMode } },
+): Promise<Gate> {
+  const { path, mode } = deps.trustedDocuments ?? {};
+  const rules = { schema: deps.schema, introspection: deps.introspection };
+  const trusted = path ? await loadTrustedDocuments(path, mode ?? 'enforce', (text) => new PreparedDocument(text, rules)) : null;
+  if (trusted) deps.log.info('trusted documents loaded', { path, mode: trusted.mode, operations: trusted.size });
+  return new Gate({ ...deps, trusted });
 }
 
 export class Gate {
@@ -109,10 +173,17 @@ export class Gate {
   private readonly documents: DocumentCache;
   /** Apollo's keys for the gate's documents, as Apollo set them (see documentStore). */
   private readonly apolloKeys = new Map<string, DocumentNode>();
+  private readonly trusted: TrustedDocuments | null;
+  /** Without trusted documents: the persisted queries Apollo registered, by SHA-256. */
+  private readonly registered: LRUCache<string, string> | null;
+  private readonly metrics: TrustedDocumentMetrics | null;
 
   constructor(deps: GateDeps) {
     this.schema = deps.schema;
     this.log = deps.log;
+    this.trusted = deps.trusted;
+    this.metrics = deps.metrics;
+    this.registered = deps.trusted ? null : new LRUCache({ maxSize: PERSISTED_QUERY_BYTES, sizeCalculation: (text) => text.length + 64 });
     this.documents = new DocumentCache({ schema: deps.schema, introspection: deps.introspection }, (prepared) => {
       if (prepared.apolloKey) this.apolloKeys.delete(prepared.apolloKey);
     });
@@ -122,15 +193,85 @@ export class Gate {
    * Whether and what a request runs. `caller` is null for a request without a token (the HTTP
    * endpoint lets one through only for introspection).
    */
-  admit(request: OperationRequest, caller: Caller | null, transport: Transport): Verdict {
+  admit(request: OperationRequest, caller: Caller | null, transport: Transport, requestId = ''): Verdict {
     const shape = shapeProblem(request);
     if (shape) return { kind: 'unjudged', errors: [shape] };
-    if (typeof request.query !== 'string') return { kind: 'unjudged', errors: [badRequest('query must be a string holding the operation')] };
-    return this.check(this.documents.prepare(request.query), request, transport);
+    const id = idOf(request);
+    // An empty query with an id names the document by the id (graphql-ws and graphql-sse require a query string).
+    const text = typeof request.query === 'string' && !(request.query === '' && id !== null) ? request.query : undefined;
+    if (this.trusted) return this.admitTrusted(this.trusted, { request, text, id, caller, transport, requestId });
+    if (text !== undefined) return this.check(this.documents.prepare(text), request, transport, null);
+    // A persisted query Apollo registered (else Apollo answers PERSISTED_QUERY_NOT_FOUND, its default).
+    const registered = id === null ? undefined : this.registered?.get(id);
+    if (registered !== undefined) return this.check(this.documents.prepare(registered), request, transport, id);
+    return { kind: 'unjudged', errors: [badRequest('query must be a string holding the operation')] };
   }
 
-  /** The checks of a document the request names (1 to 5 above). */
-  private check(prepared: PreparedDocument, request: OperationRequest, transport: Transport): Verdict {
+  /**
+   * With a list of trusted documents: a listed id or text runs; an id not listed is refused; a
+   * text not listed is refused in enforce mode (unless the token holds `*`: the explorers), and
+   * runs in log mode, logged (its name and hash, never its variables) and counted.
+   */
+  private admitTrusted(
+    trusted: TrustedDocuments,
+    {
+      request,
+      text,
+      id,
+      caller,
+      transport,
+      requestId,
+    }: { request: OperationRequest; text: string | undefined; id: string | null; caller: Caller | null; transport: Transport; requestId: string },
+  ): Verdict {
+    if (text === undefined) {
+      if (id === null) return { kind: 'unjudged', errors: [badRequest('query must be a string holding the operation')] };
+      const listed = trusted.withId(id);
+      if (listed) return this.check(listed, request, transport, id);
+      this.outside({ transport, outcome: 'refused', requestId, request, hash: id });
+      return { kind: 'refused', errors: [notInList(id)] };
+    }
+    const listed = trusted.withText(text);
+    if (listed) return this.check(listed, request, transport, null);
+    const explorer = caller?.scopes.has('*') ?? false;
+    if (trusted.mode === 'enforce' && !explorer) {
+      this.outside({ transport, outcome: 'refused', requestId, request, hash: null });
+      return { kind: 'refused', errors: [notInSafelist()] };
+    }
+    const prepared = this.documents.prepare(text);
+    const verdict = this.check(prepared, request, transport, null);
+    const operation = verdict.kind === 'unjudged' ? undefined : verdict.operation;
+    this.outside({ transport, outcome: trusted.mode === 'log' ? 'logged' : 'explorer', requestId, request, hash: prepared.hash, operation });
+    return verdict;
+  }
+
+  /** Counts an operation outside the trusted documents, and logs it: its name and hash (never its variables). */
+  private outside(what: {
+    transport: Transport;
+    outcome: 'logged' | 'refused' | 'explorer';
+    requestId: string;
+    request: OperationRequest;
+    hash: string | null;
+    operation?: OperationDefinitionNode;
+  }): void {
+    const { transport, outcome, requestId, request, operation } = what;
+    this.metrics?.outside(transport, outcome);
+    const named = operation ? (operation.name?.value ?? null) : typeof request.operationName === 'string' ? request.operationName : null;
+    const hash = what.hash ?? (typeof request.query === 'string' ? this.documents.peek(request.query)?.hash : undefined) ?? null;
+    const line = {
+      requestId,
+      transport,
+      mode: this.trusted?.mode,
+      outcome,
+      operationName: named?.slice(0, 64) ?? null,
+      // A text refused unparsed: its hash, unless it is a very large one (hashing it is the client's bill).
+      hash: hash ?? (typeof request.query === 'string' && request.query.length <= 64 * 1024 ? sha256Of(request.query) : null),
+    };
+    if (outcome === 'logged') this.log.warn('graphql operation outside the trusted documents', line);
+    else this.log.info('graphql operation outside the trusted documents', line);
+  }
+
+  /** The checks of a document the request names (1 to 5 above); `byId`: the id it was named by. */
+  private check(prepared: PreparedDocument, request: OperationRequest, transport: Transport, byId: string | null): Verdict {
     const variables = (request.variables ?? {}) as Record<string, unknown>;
     const { maxNesting } = GRAPHQL_LIMITS;
     const { refusal } = prepared;
@@ -168,6 +309,7 @@ export class Gate {
         return prepared.isCacheable(schema);
       },
       introspectionOnly: resolved.introspectionOnly,
+      byId,
     };
   }
 
@@ -211,6 +353,25 @@ export class Gate {
     },
     delete: async (key) => this.apolloKeys.delete(key),
   };
+
+  /**
+   * Apollo Server's `persistedQueries`: with trusted documents, the list (read only: registering
+   * new hashes is off); without, automatic persisted queries as Apollo Server's defaults
+   * (PERSISTED_QUERY_NOT_FOUND for an unknown hash, then the client sends the text once), kept in
+   * a bounded cache the gate reads too, so that a hash Apollo registered is admitted as its text.
+   * Keys are the hashes themselves (no prefix: the cache is this gate's alone).
+   */
+  get persistedQueries(): PersistedQueryOptions {
+    const { trusted, registered } = this;
+    const texts: KeyValueCache<string> = {
+      get: async (hash) => (trusted ? trusted.withId(hash)?.source : registered!.get(hash)),
+      set: async (hash, text) => {
+        if (!trusted) registered!.set(hash, text);
+      },
+      delete: async (hash) => (trusted ? false : registered!.delete(hash)),
+    };
+    return { cache: PrefixingKeyValueCache.cacheDangerouslyDoesNotNeedPrefixesForIsolation(texts) };
+  }
 
   /**
    * The gate as an Apollo Server plugin: errors Apollo meets (execution's) logged as the gate logs

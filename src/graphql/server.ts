@@ -39,11 +39,11 @@ function operationRequestOf(ctx: AppContext): OperationRequest | null {
   if (ctx.method === 'POST') return ctx.request.body as OperationRequest;
   const params = new URLSearchParams(ctx.querystring);
   const request: OperationRequest = {};
-  for (const name of ['query', 'operationName', 'variables', 'extensions'] as const) {
+  for (const name of ['query', 'operationName', 'variables', 'extensions', 'documentId'] as const) {
     const values = params.getAll(name);
     if (values.length > 1) return null;
     if (!values.length) continue;
-    if (name === 'query' || name === 'operationName') request[name] = values[0];
+    if (name === 'query' || name === 'operationName' || name === 'documentId') request[name] = values[0];
     else {
       try {
         request[name] = JSON.parse(values[0]);
@@ -56,7 +56,19 @@ function operationRequestOf(ctx: AppContext): OperationRequest | null {
 }
 
 /** Whether a request names an operation at all (a GET without one is for the landing page). */
-const namesOperation = (request: OperationRequest | null) => request === null || request.query !== undefined || request.extensions !== undefined;
+const namesOperation = (request: OperationRequest | null) =>
+  request === null || request.query !== undefined || request.extensions !== undefined || request.documentId !== undefined;
+
+/**
+ * What Apollo Server is handed of a request the gate admitted by an id: the id as Apollo's
+ * persisted query extension (Apollo does not read `documentId`, nor an empty query beside an id),
+ * which Apollo looks up in the gate's persisted queries (Gate.persistedQueries).
+ */
+function byIdForApollo(request: OperationRequest, id: string): Record<string, unknown> {
+  const { operationName, variables } = request;
+  const extensions = { ...(request.extensions as Record<string, unknown> | undefined), persistedQuery: { version: 1, sha256Hash: id } };
+  return { ...(operationName !== undefined ? { operationName } : {}), ...(variables !== undefined ? { variables } : {}), extensions };
+}
 
 /**
  * Apollo's own log lines go to the service log, with Apollo's words only ("Unexpected error
@@ -135,14 +147,14 @@ async function startApollo({ db, log, introspection, gate }: GraphQLDeps): Promi
       sql: db.sql,
       log,
       admit: (request) => {
-        const { caller } = request.context as GraphQLContext;
-        return gate.admit({ ...request.request, query: request.source }, caller, request.request.http?.method === 'GET' ? 'get' : 'post');
+        const { caller, requestId } = request.context as GraphQLContext;
+        return gate.admit({ ...request.request, query: request.source }, caller, request.request.http?.method === 'GET' ? 'get' : 'post', requestId);
       },
     }),
     logger: apolloLogger(log),
     introspection,
     allowBatchedHttpRequests: false,
-    persistedQueries: false, // every operation comes in full
+    persistedQueries: gate.persistedQueries,
     // The gate's parsed documents: Apollo parses a text once (the first time it meets it), and
     // never validates it: the gate has, with the service's limits, before Apollo saw the request.
     documentStore: gate.documentStore,
@@ -229,14 +241,21 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
    * integration API: the request as the gate read it, HEAD as GET (Apollo serves GET; Koa leaves
    * the body out of the answer to a HEAD), and the context the resolvers get.
    */
-  async function runApollo(ctx: AppContext, caller: Caller | null, admitted: Admitted | null): Promise<void> {
+  async function runApollo(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, admitted: Admitted | null): Promise<void> {
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(ctx.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const byId = admitted?.byId != null && request ? byIdForApollo(request, admitted.byId) : null;
+    let search = ctx.querystring;
+    if (byId && ctx.method !== 'POST') {
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(byId)) params.set(name, typeof value === 'string' ? value : JSON.stringify(value));
+      search = params.toString();
+    }
     const httpGraphQLRequest: HTTPGraphQLRequest = {
       method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
       headers,
-      search: ctx.querystring,
-      body: ctx.method === 'POST' ? ctx.request.body : undefined,
+      search,
+      body: ctx.method === 'POST' ? (byId ?? ctx.request.body) : undefined,
     };
     const context = async (): Promise<GraphQLContext> => {
       const reads = caller ? db.readerFor(caller) : db.sql;
@@ -256,7 +275,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
     if (introspection && ctx.method !== 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/html') === 'text/html')
       return null;
     if (!namesOperation(request)) return null;
-    return gate.admit(request, caller, transport);
+    return gate.admit(request, caller, transport, ctx.state.requestId);
   }
 
   const refuse = (ctx: AppContext, verdict: Refused) => answerErrors(ctx, 400, { errors: gate.format(verdict.errors, ctx.state.requestId) });
@@ -295,7 +314,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
       const cacheKey = answers?.keyOf(ctx, caller, admitted, raw) ?? null;
       if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
-      await runApollo(ctx, caller, admitted);
+      await runApollo(ctx, request, caller, admitted);
       completeEarlyErrors(ctx);
       if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
     } catch (err) {

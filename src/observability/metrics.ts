@@ -18,6 +18,17 @@ export interface Metrics {
   endpoint: Middleware<AppState>;
   /** The subscriptions' (src/realtime/). */
   realtime: RealtimeMetrics;
+  /** Operations outside the trusted documents (src/graphql/gate.ts). */
+  trustedDocuments: TrustedDocumentMetrics;
+}
+
+/**
+ * Operations outside the list of trusted documents, by transport and outcome: `logged` (run, in
+ * log mode), `refused` (enforce mode; an unknown id in either), `explorer` (a full text from a
+ * token holding `*`, run in enforce mode).
+ */
+export interface TrustedDocumentMetrics {
+  outside(transport: 'post' | 'get' | 'ws' | 'sse', outcome: 'logged' | 'refused' | 'explorer'): void;
 }
 
 /** What the subscriptions count: connections by transport, subscriptions by operation, events, closes by reason. */
@@ -120,10 +131,17 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     labelNames: ['transport', 'reason'] as const,
     registers: [registry],
   });
+  const untrusted = new Counter({
+    name: 'graphql_untrusted_operations_total',
+    help: 'GraphQL operations outside the trusted documents (GRAPHQL_TRUSTED_DOCUMENTS), by transport and outcome (logged, refused, explorer)',
+    labelNames: ['transport', 'outcome'] as const,
+    registers: [registry],
+  });
   // Series that exist from the start, so that a dashboard sees zeros rather than nothing.
   for (const transport of ['ws', 'sse']) connections.set({ transport }, 0);
 
   return {
+    trustedDocuments: { outside: (transport, outcome) => untrusted.inc({ transport, outcome }) },
     realtime: {
       connected: (transport, delta) => connections.inc({ transport }, delta),
       // Operations are the schema's subscription fields: a bounded set.

@@ -85,6 +85,14 @@ export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services
     wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller, verdict) {
+      // Refused by the gate: answered at once, taking no place (graphql-sse would first ask for a
+      // query text, which a request naming a document by its id does not send).
+      if (verdict?.kind === 'refused') {
+        ctx.status = 400;
+        ctx.type = 'application/json; charset=utf-8';
+        ctx.body = JSON.stringify({ errors: gate.format(verdict.errors, ctx.state.requestId) });
+        return;
+      }
       // The request has been authenticated (401 before anything else): a stream without a token
       // never takes a place.
       if (!hub.admit('sse')) {

@@ -281,7 +281,7 @@ export function attachWebSockets(
           ];
         }
         // Refusals go out through onError, formatted.
-        const verdict = gate.admit(payload, state.caller!, 'ws');
+        const verdict = gate.admit(payload, state.caller!, 'ws', state.requestId);
         if (verdict.kind !== 'admitted') return [...verdict.errors];
         return subscriptionArgs(schema, verdict, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
       },

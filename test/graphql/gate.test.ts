@@ -118,7 +118,7 @@ describe('one gate for every transport', () => {
 
 describe('the gate inside Apollo Server', () => {
   test('Apollo finds the gate’s parsed document under its own key: a text is parsed and validated once', async () => {
-    const gate = new Gate({ schema: await graphQLSchema(), introspection: true, log: createLogger('silent') });
+    const gate = new Gate({ schema: await graphQLSchema(), introspection: true, log: createLogger('silent'), trusted: null, metrics: null });
     const text = '{ viewer { id } }';
     const first = gate.admit({ query: text }, null, 'post');
     const again = gate.admit({ query: text }, null, 'post');
