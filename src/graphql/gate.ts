@@ -346,7 +346,8 @@ export class Gate {
     get: async (key) => this.apolloKeys.get(key),
     set: async (key, parsed) => {
       const text = parsed.loc?.source.body;
-      const prepared = text === undefined ? undefined : this.documents.peek(text);
+      // A trusted document's, or one the gate prepared for a request.
+      const prepared = text === undefined ? undefined : (this.trusted?.withText(text) ?? this.documents.peek(text));
       if (!prepared?.document) return;
       prepared.apolloKey = key;
       this.apolloKeys.set(key, prepared.document);

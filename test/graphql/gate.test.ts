@@ -1,6 +1,8 @@
 import { parse } from 'graphql';
+import { PreparedDocument } from '../../src/graphql/documents.js';
 import { Gate } from '../../src/graphql/gate.js';
 import { graphQLSchema } from '../../src/graphql/schema.js';
+import { TrustedDocuments } from '../../src/graphql/trusted-documents.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 import { bearer, collect, wsConnect, type WsConnection } from '../support/subscriptions.js';
@@ -130,6 +132,16 @@ describe('the gate inside Apollo Server', () => {
     const stored = await gate.documentStore.get('apollo-key');
     expect(stored).not.toBe(apolloParsed);
     expect(first.kind === 'admitted' && stored === first.document).toBe(true);
+  });
+
+  test('a trusted document too: Apollo finds the one parsed at start', async () => {
+    const schema = await graphQLSchema();
+    const text = 'query Listed { viewer { id } }';
+    const listed = new PreparedDocument(text, { schema, introspection: true });
+    const gate = new Gate({ schema, introspection: true, log: createLogger('silent'), trusted: new TrustedDocuments('enforce', [listed]), metrics: null });
+    await gate.documentStore.set('apollo-key', parse(text));
+    expect((await gate.documentStore.get('apollo-key')) === listed.document).toBe(true);
+    expect(await gate.persistedQueries.cache!.get(listed.hash)).toBe(text);
   });
 
   test('every answer of a document keeps working once Apollo has it in its store (the second and third runs)', async () => {
