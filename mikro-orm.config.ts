@@ -8,9 +8,10 @@ import { entitySchemaOf } from './src/resource/entity.js';
 import { roles } from './src/roles/role.resource.js';
 import { tokens } from './src/tokens/token.resource.js';
 import { users } from './src/users/user.resource.js';
+import { webhookDeliveries, webhooks } from './src/webhooks/webhook.resource.js';
 
 /** The resources' entity schemas, derived from their definitions (src/resource/entity.ts). */
-export const entities = [users, tokens, applications, roles, auditEvents].map(entitySchemaOf);
+export const entities = [users, tokens, applications, roles, auditEvents, webhooks, webhookDeliveries].map(entitySchemaOf);
 
 /**
  * The ORM's options: the service's own pool, handed over as a Kysely dialect (`dialect`; src/db/

@@ -4,7 +4,7 @@
  * alias, ~2 KB), so that each one is parsed, validated, planned and offered to the document store
  * and the read cache; prints the service's heap and resident memory (from its /metrics and /proc)
  * before, every quarter of the way, and after. Asserts nothing: the document store is bounded by
- * the bytes of the texts it keeps (16 MiB), and the figures show whether memory levels off.
+ * the bytes of the parsed documents it keeps (8 MiB), and the figures show whether memory levels off.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';

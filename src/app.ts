@@ -24,6 +24,7 @@ import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
 import { tokenRoutes } from './tokens/token.routes.js';
 import { userRoutes } from './users/user.routes.js';
+import { webhookRoutes } from './webhooks/webhook.routes.js';
 
 export interface AppDeps {
   config: Pick<Config, 'basePath' | 'corsOrigins' | 'graphqlIntrospection'>;
@@ -47,6 +48,7 @@ export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: str
     ...applicationRoutes(services.applications, basePath),
     ...roleRoutes(services.roles, basePath),
     ...linkRoutes(services.links),
+    ...webhookRoutes(services.webhooks, basePath),
     ...auditRoutes(services.audit),
     ...oauthRoutes(services.tokens, services.links),
   ];

@@ -43,8 +43,13 @@ export interface Config {
   graphqlTrustedDocuments: string | undefined;
   /** GRAPHQL_TRUSTED_DOCUMENTS_MODE: `enforce` (the default) refuses what is not listed; `log` runs it, logs and counts it. */
   graphqlTrustedDocumentsMode: 'enforce' | 'log';
+  /**
+   * GRAPHQL_FEDERATION: /graphql serves the schema as an Apollo Federation 2 subgraph (`_service`,
+   * `_entities`, entities keyed by id; docs/graphql.md#behind-a-router). Off: schema.graphql as it is.
+   */
+  graphqlFederation: boolean;
   logLevel: LogLevel;
-  /** LOG_FORMAT: one JSON line per event (json, the default), or coloured lines for a terminal (pretty). */
+  /** LOG_FORMAT: one JSON line per event (json), or readable lines for a person (pretty); unset, pretty when stderr is a terminal. */
   logFormat: 'json' | 'pretty';
   /** How long a graceful stop waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number;
@@ -74,6 +79,65 @@ export interface Config {
   tokenKey: Buffer | undefined;
   /** TOKEN_KEY_PREVIOUS: still opens and matches tokens until `npm run rotate-key` re-encrypts them. */
   tokenKeyPrevious: Buffer | undefined;
+  /** Webhooks (docs/operations.md#webhooks): delivery settings. */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** WEBHOOK_DELIVERY: this instance delivers (default true); false serves the API only, others deliver. */
+  deliver: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE: loopback, private, link-local and multicast destinations allowed (tests, development). */
+  allowPrivate: boolean;
+  /** WEBHOOK_RETRY_HOURS: how long an event is retried before its endpoint is disabled. */
+  retryMs: number;
+  /** WEBHOOK_RETRY_SCHEDULE: the delays between attempts, in ms; the last one repeats. */
+  retrySchedule: readonly number[];
+  /** WEBHOOK_LOG_DAYS: how long delivery attempts are kept. */
+  logDays: number;
+  /** WEBHOOK_TIMEOUT_MS: longest attempt, connection to body read (at most 10 s). */
+  timeoutMs: number;
+  /** WEBHOOK_LEASE_MS: how long an instance holds an endpoint without renewing (a killed instance's endpoints wait this long). */
+  leaseMs: number;
+  /** WEBHOOK_POLL_MS: how often an instance looks for endpoints to take and renews what it holds. */
+  pollMs: number;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** WEBHOOK_RETRY_SCHEDULE: comma-separated durations (`5s,30s,2m,10m,1h`; units ms, s, m, h). */
+function retrySchedule(raw: string | undefined): number[] {
+  const text = (raw ?? '').trim() || '5s,30s,2m,10m,1h';
+  return text.split(',').map((part) => {
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(part.trim());
+    const ms = match ? Math.round(Number(match[1]) * DURATION_UNITS[match[2]]) : NaN;
+    if (!Number.isFinite(ms) || ms < 1 || ms > 86_400_000) {
+      throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE must list durations such as "5s,30s,2m,10m,1h" (units ms, s, m, h; 1 ms to 24 h each), got "${raw}"`);
+    }
+    return ms;
+  });
+}
+
+/** A positive number of hours (decimals allowed: 0.5 is half an hour). */
+function hours(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || value <= 0 || value > max)
+    throw new ConfigError(`${name} must be a number of hours above 0 and at most ${max}, got "${env[name]}"`);
+  return value;
+}
+
+function webhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
+  return {
+    deliver: flag(env, 'WEBHOOK_DELIVERY', true),
+    allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    retryMs: Math.round(hours(env, 'WEBHOOK_RETRY_HOURS', 24, 24 * 30) * 3_600_000),
+    retrySchedule: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
+    logDays: integer(env, 'WEBHOOK_LOG_DAYS', 7, 1, 3650),
+    timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 10_000),
+    leaseMs: integer(env, 'WEBHOOK_LEASE_MS', 30_000, 1_000, 600_000),
+    pollMs: integer(env, 'WEBHOOK_POLL_MS', 1_000, 10, 60_000),
+  };
 }
 
 /** A token key's length (docs/operations.md#secrets-at-rest: 32 bytes, base64). */
@@ -119,9 +183,11 @@ export function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): b
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
-function logFormat(raw: string | undefined): Config['logFormat'] {
+/** LOG_FORMAT: `json` or `pretty`; unset, pretty lines for a person at a terminal, JSON for anything else (a file, a pipe, a log collector). */
+function logFormat(raw: string | undefined, terminal: boolean): Config['logFormat'] {
   const value = (raw ?? '').trim().toLowerCase();
-  if (value === '' || value === 'json') return 'json';
+  if (value === '') return terminal ? 'pretty' : 'json';
+  if (value === 'json') return 'json';
   if (value === 'pretty') return 'pretty';
   throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${raw}"`);
 }
@@ -195,7 +261,11 @@ function basePath(raw: string | undefined): string {
   return trimmed;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * The configuration from the environment. `terminal`: whether the log (stderr) goes to a terminal,
+ * which decides LOG_FORMAT's default.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, terminal: boolean = process.stderr.isTTY === true): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
@@ -242,10 +312,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
     graphqlTrustedDocuments: env.GRAPHQL_TRUSTED_DOCUMENTS?.trim() || undefined,
     graphqlTrustedDocumentsMode: trustedDocumentsMode(env.GRAPHQL_TRUSTED_DOCUMENTS_MODE),
+    graphqlFederation: flag(env, 'GRAPHQL_FEDERATION', false),
     logLevel,
-    logFormat: logFormat(env.LOG_FORMAT),
+    logFormat: logFormat(env.LOG_FORMAT, terminal),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     tokenKey,
     tokenKeyPrevious,
+    webhooks: webhookConfig(env),
   };
 }

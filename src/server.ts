@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
 import { createGate } from './graphql/gate.js';
-import { graphQLSchema } from './graphql/schema.js';
+import { graphQLSchema, graphQLSubgraphSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
@@ -17,6 +17,16 @@ import { Hub } from './realtime/hub.js';
 import { sseEndpoint } from './realtime/sse.js';
 import { attachWebSockets } from './realtime/ws.js';
 import { createServices } from './services.js';
+import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
+import { webhookStanding } from './webhooks/standing.js';
+
+/**
+ * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
+ * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
+ * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
+ * again (at least once holds; a crash of the service loses nothing either way).
+ */
+const WEBHOOK_CONNECTIONS = 3;
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -94,6 +104,8 @@ export interface StartOptions {
   onStatement?: StatementListener;
   /** Whether a stop was asked for while starting (a signal): a start waiting for its migrations gives up. */
   stopRequested?: () => boolean;
+  /** The clock of the read cache's one-second windows (milliseconds; performance.now by default): tests step it by hand. */
+  readCacheClock?: () => number;
 }
 
 export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
@@ -105,24 +117,35 @@ export async function startService(config: Config, log: Logger = createLogger(co
       const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
       if (ran.length) log.info('migrations applied', { migrations: ran });
     }
-    const services = createServices(db.keyring);
-    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites);
+    const services = createServices(db.keyring, { webhooks: config.webhooks });
+    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
     const metrics = config.metrics ? createMetrics(db) : null;
+    metrics?.webhooks.readStanding(() => webhookStanding(db.sql));
     // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
     // GraphQL endpoint and over WebSocket on the same server.
     events = openEventSource({ sql: db.sql, log });
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
-    // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each.
+    // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each, on the schema
+    // /graphql serves (the subgraph's with GRAPHQL_FEDERATION: subscriptions are in it too).
     const gate = await createGate({
-      schema: await graphQLSchema(),
+      schema: config.graphqlFederation ? await graphQLSubgraphSchema() : await graphQLSchema(),
       introspection: config.graphqlIntrospection,
       log,
       metrics: metrics?.trustedDocuments ?? null,
       trustedDocuments: { path: config.graphqlTrustedDocuments, mode: config.graphqlTrustedDocumentsMode },
     });
     const sse = sseEndpoint({ gate, db, services, hub, log });
-    const graphql = await createGraphQL({ db, services, log, introspection: config.graphqlIntrospection, gate, readCache, sse });
+    const graphql = await createGraphQL({
+      db,
+      services,
+      log,
+      introspection: config.graphqlIntrospection,
+      federation: config.graphqlFederation,
+      gate,
+      readCache,
+      sse,
+    });
     let draining = false;
     const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
@@ -201,6 +224,17 @@ export async function startService(config: Config, log: Logger = createLogger(co
     if (!config.migrate) await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
+    // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
+    const dispatcher: Dispatcher | null = config.webhooks.deliver
+      ? startDispatcher({
+          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
+          keyring: db.keyring,
+          events: eventSource,
+          log,
+          metrics: metrics?.webhooks ?? null,
+          config: config.webhooks,
+        })
+      : null;
     const listening = server;
     return {
       url,
@@ -231,6 +265,8 @@ export async function startService(config: Config, log: Logger = createLogger(co
           await webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
           await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
           listening.closeAllConnections();
+          // Deliveries under way end (within WEBHOOK_TIMEOUT_MS); the endpoints are let go for other instances.
+          await dispatcher?.stop();
           await eventSource.close();
           await graphql.stop();
           // A pool whose connections hang (a network gone silent) must not hold the stop forever.

@@ -6,9 +6,10 @@ import { roles } from './roles/role.resource.js';
 import type { Keyring } from './tokens/secrets.js';
 import { tokenService } from './tokens/token.service.js';
 import { userService } from './users/user.service.js';
+import { webhookService } from './webhooks/webhook.service.js';
 
 /** The service layer: one function per operation, shared by the REST routes, GraphQL and the command-line tools. */
-export function createServices(keyring: Keyring) {
+export function createServices(keyring: Keyring, options: { webhooks?: { allowPrivate: boolean } } = {}) {
   return {
     users: userService(),
     tokens: tokenService(keyring),
@@ -16,6 +17,7 @@ export function createServices(keyring: Keyring) {
     roles: namedService(roles),
     links: linkService(),
     audit: auditService(),
+    webhooks: webhookService(keyring, { allowPrivate: options.webhooks?.allowPrivate ?? false }),
   };
 }
 

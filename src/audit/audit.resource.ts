@@ -5,6 +5,9 @@ import { defineResource, type RecordOf } from '../resource/resource.js';
 export const AUDIT_ACTIONS = ['create', 'update', 'patch', 'status', 'delete', 'link', 'unlink', 'right', 'apply', 'revoke', 'restore'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
+/** What an audit event's `resource` names: a record's resource, or the links of a user. */
+export const AUDIT_RESOURCES = ['user', 'token', 'application', 'role', 'application_link', 'role_link', 'webhook'] as const;
+
 /** The audit log: one row per record a successful write changed, appended in the write's transaction. */
 export const auditEvents = defineResource({
   name: 'audit',
@@ -24,7 +27,7 @@ export const auditEvents = defineResource({
     actorUserID: field.reference({ origin: 'service', nullable: true, graphqlOrder: false }),
     requestId: field.string(128, { origin: 'service', nullable: true, graphqlOrder: false, description: 'The X-Request-Id of the write.' }),
     action: field.string(16, { origin: 'service', description: `${AUDIT_ACTIONS.slice(0, -1).join(', ')} or ${AUDIT_ACTIONS.at(-1)}.` }),
-    resource: field.string(32, { origin: 'service', description: 'user, token, application, role, application_link or role_link.' }),
+    resource: field.string(32, { origin: 'service', description: `${AUDIT_RESOURCES.slice(0, -1).join(', ')} or ${AUDIT_RESOURCES.at(-1)}.` }),
     recordID: field.reference({ origin: 'service', description: 'The record (for a link: the user).' }),
     changes: field.json({
       description:

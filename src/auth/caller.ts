@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 
-export type Resource = 'user' | 'token' | 'application' | 'role';
+export type Resource = 'user' | 'token' | 'application' | 'role' | 'webhook';
 export type Permission = `${Resource}:${'read' | 'write'}` | 'audit:read';
 
 /** Who is calling: the authenticated token, passed into every service call. */
@@ -32,6 +32,17 @@ export function can(caller: Caller, permission: Permission): boolean {
 
 export function requirePermission(caller: Caller, permission: Permission): void {
   if (!can(caller, permission)) throw AppError.forbidden(permission);
+}
+
+/** Every permission the service checks. */
+export const PERMISSIONS: readonly Permission[] = [
+  ...(['user', 'token', 'application', 'role', 'webhook'] as const).flatMap((resource) => [`${resource}:read`, `${resource}:write`] as const),
+  'audit:read',
+];
+
+/** Whether a scope word grants anything in this service (as `can` reads it): `*`, a permission, or `<resource>:*`. */
+export function grantsSomething(word: string): boolean {
+  return word === '*' || PERMISSIONS.some((permission) => permission === word || `${permission.split(':')[0]}:*` === word);
 }
 
 export function parseScopes(scope: string): Set<string> {

@@ -2,11 +2,12 @@ import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import { rotateTokenKeys } from '../tokens/secret-rows.js';
+import { rotateWebhookKeys } from '../webhooks/secret-rows.js';
 import type { Io } from './token.js';
 
 const HELP = `usage: TOKEN_KEY=<new key> TOKEN_KEY_PREVIOUS=<old key> npm run rotate-key
 
-Re-encrypts and re-hashes every token (deleted ones too) with TOKEN_KEY, opening those still under
+Re-encrypts and re-hashes every token and webhook secret (deleted ones too) with TOKEN_KEY, opening those still under
 TOKEN_KEY_PREVIOUS, and prints how many rows changed. Run it once every instance of the service
 runs with both keys; afterwards TOKEN_KEY_PREVIOUS can be removed. Safe to run again (rows already
 under TOKEN_KEY are left alone) and beside the running service. Uses DATABASE_URL, or the
@@ -37,6 +38,8 @@ export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, i
       if (!db.shared) await db.migrate();
       const { changed, unchanged } = await rotateTokenKeys(db.sql, db.keyring);
       io.out(`${changed} token${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY (key id ${db.keyring.current.hexId}); ${unchanged} already under it.\n`);
+      const webhooks = await rotateWebhookKeys(db.sql, db.keyring);
+      if (webhooks > 0) io.out(`${webhooks} webhook secret${webhooks === 1 ? '' : 's'} re-encrypted with TOKEN_KEY.\n`);
       return 0;
     } finally {
       await db.close();

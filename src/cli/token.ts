@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { newAccessToken, SYSTEM_CALLER } from '../auth/bootstrap.js';
+import { grantsSomething, parseScopes, PERMISSIONS } from '../auth/caller.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import { createServices } from '../services.js';
@@ -16,8 +17,10 @@ it alone on stdout. Uses DATABASE_URL, or the embedded database in DATA_DIR (./d
 not the service is running.
 
   --user <id>         the user the token belongs to
-  --scope "<scopes>"  space-separated permissions, e.g. "user:read token:read", or "*"
-  --expires <date>    when the token stops working (ISO 8601 with an offset); never when left out
+  --scope "<scopes>"  space-separated permissions, e.g. "user:read token:read", or "*"; not empty
+                      (words this service does not check are kept, with a warning naming them)
+  --expires <date>    when the token stops working (ISO 8601 with an offset, in the future);
+                      never when left out
   --help              this text
 `;
 
@@ -31,7 +34,7 @@ export interface Io {
  * the same service function as POST /token/ and prints its access token (alone) on stdout.
  * With the embedded database it works whether or not the service is running.
  */
-export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io, now: () => Date = () => new Date()): Promise<number> {
   let args;
   try {
     const parsed = parseArgs({
@@ -63,12 +66,39 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
     io.err(`--user must be a user id (a positive integer), got "${args.user}"\n${USAGE}\n`);
     return 2;
   }
+  // What the token would be, checked before the database is opened: a token that can never work
+  // is refused (exit 1, like the service's own refusals).
+  const scopes = [...parseScopes(args.scope)];
+  if (scopes.length === 0) {
+    io.err(`--scope is empty: the token would grant nothing; give space-separated permissions, e.g. "user:read token:read", or "*"\n`);
+    return 1;
+  }
+  const accessToken = newAccessToken();
+  let values;
+  try {
+    values = parseWrite(tokens, { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null }, 'create');
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    io.err(`${err.message}\n`);
+    return 1;
+  }
+  if (values.expireAt && values.expireAt.getTime() <= now().getTime()) {
+    io.err(`--expires ${args.expires} is in the past: the token would never work\n`);
+    return 1;
+  }
+  // Tokens may carry other applications' scopes, so unknown words are kept; but a typo
+  // ("user:raed") is the likelier cause, so it is named.
+  const inert = scopes.filter((word) => !grantsSomething(word));
+  if (inert.length) {
+    io.err(
+      `warning: ${inert.map((word) => `"${word}"`).join(', ')} ${inert.length === 1 ? 'grants' : 'grant'} nothing in this service ` +
+        `(it checks ${PERMISSIONS.join(', ')}, "<resource>:*" and "*"); the token carries ${inert.length === 1 ? 'it' : 'them'} all the same\n`,
+    );
+  }
   const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
   try {
     // A service sharing its embedded database migrated it already.
     if (!db.shared) await db.migrate();
-    const accessToken = newAccessToken();
-    const values = parseWrite(tokens, { userID: Number(args.user), accessToken, scope: args.scope, expireAt: args.expires ?? null }, 'create');
     const token = await createServices(db.keyring).tokens.create({ ...SYSTEM_CALLER, client: 'npm run token' }, db.sql, values);
     io.err(`Issued token ${token.id} for user ${token.userID} with scope "${token.scope}".\n`);
     io.out(`${accessToken}\n`);

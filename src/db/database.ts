@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { loadKeyring, type Keyring } from '../tokens/secrets.js';
 import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
 import type { EmbeddedPostgres } from './embedded.js';
-import { DROP_PLAIN_TOKENS, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
+import { DROP_PLAIN_TOKENS, migrations, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
 import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
 import { openReplicas, type ReplicaState } from './replicas.js';
@@ -61,6 +61,17 @@ export interface Database {
   readerFor(caller: Caller): Sql;
   /** The replicas, for /metrics. */
   replicaStates(): ReplicaState[];
+  /**
+   * A small pool of its own (at most `max` connections) for work in the background that must not
+   * queue behind requests for the request pool's connections, nor make them queue (webhook
+   * deliveries); the same settings as the request pool, closed with the database. The embedded
+   * database has one connection: there it is the request pool. `relaxedCommits`: its commits do
+   * not wait for the WAL to reach the disk (`synchronous_commit = off`, where the session allows
+   * settings: not behind a pooler in transaction mode); a crash of PostgreSQL itself may then undo
+   * its last fraction of a second of commits, whole transactions, never half of one: for work
+   * that is done again when undone (a delivery's position: the event is delivered again).
+   */
+  backgroundSql(max: number, options?: { relaxedCommits?: boolean }): Sql;
 }
 
 export interface OpenOptions {
@@ -69,6 +80,19 @@ export interface OpenOptions {
   onStatement?: StatementListener;
   /** Where the replicas' state changes are told. */
   log?: Logger;
+}
+
+/**
+ * The migrations not yet run, read without changing anything. The ORM's own `getPending()` creates
+ * its migrations table when it is missing, which a service started with MIGRATE=false must not do:
+ * it only reads (its role may have no right to create tables), and a new database stays untouched
+ * until `npm run migrate`.
+ */
+async function pendingMigrations(sql: Sql, orm: MikroORM): Promise<string[]> {
+  const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+  const [{ exists }] = await sql.rows<{ exists: boolean }>('select to_regclass(?) is not null as exists', [table]);
+  const done = exists ? new Set((await sql.rows<{ name: string }>(`select name from "${table}"`)).map((row) => row.name)) : new Set<string>();
+  return migrations.map((m) => m.name).filter((name) => !done.has(name));
 }
 
 /**
@@ -97,19 +121,25 @@ export async function openDatabase(
   // (PgBouncer refuses them) and no named statements. The embedded database is one session that
   // the command-line tools share: no named statements there either (their names would collide).
   const session = !embedded && config.pooler !== 'transaction';
-  const pool = new pg.Pool({
-    connectionString: url,
-    max,
-    connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
-    types: typeParsers(),
-    // Every session bounds its waits for locks and its statements, so that a stuck transaction
-    // holds neither requests nor connections for long; the embedded database never waits for a lock.
-    ...(session ? { lock_timeout: config.lockTimeoutMs || undefined, statement_timeout: config.statementTimeoutMs || undefined } : {}),
-  });
-  // A connection the server drops is reported as an 'error' event, fatal without a listener; the
-  // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const newPool = (size: number, relaxedCommits = false) => {
+    const made = new pg.Pool({
+      connectionString: url,
+      ...(relaxedCommits && session ? { options: '-c synchronous_commit=off' } : {}),
+      max: size,
+      connectionTimeoutMillis: POOL_ACQUIRE_TIMEOUT_MS,
+      types: typeParsers(),
+      // Every session bounds its waits for locks and its statements, so that a stuck transaction
+      // holds neither requests nor connections for long; the embedded database never waits for a lock.
+      ...(session ? { lock_timeout: config.lockTimeoutMs || undefined, statement_timeout: config.statementTimeoutMs || undefined } : {}),
+    });
+    // A connection the server drops is reported as an 'error' event, fatal without a listener; the
+    // statement in flight on it fails on its own (as a 503), and the pool discards the connection.
+    made.on('error', () => {});
+    made.on('connect', (client) => client.on('error', () => {}));
+    return made;
+  };
+  const pool = newPool(max);
+  const background: pg.Pool[] = [];
   // Behind a pooler in transaction mode the timeouts go with each transaction instead (statements
   // outside one are bounded by the database's or role's own settings: see the README).
   const timeouts = [
@@ -117,13 +147,8 @@ export async function openDatabase(
     config.statementTimeoutMs ? `set local statement_timeout = ${config.statementTimeoutMs}` : '',
   ].filter(Boolean);
   const transactionSettings = !embedded && !session && timeouts.length ? timeouts.join('; ') : undefined;
-  const sql = new PoolSql(pool, {
-    namedStatements: session,
-    onStatement: options.onStatement,
-    wrapStatements: Boolean(embedded),
-    transactionSettings,
-    maxConnections: max,
-  });
+  const sqlOptions = { namedStatements: session, onStatement: options.onStatement, wrapStatements: Boolean(embedded), transactionSettings };
+  const sql = new PoolSql(pool, { ...sqlOptions, maxConnections: max });
   let orm: MikroORM;
   try {
     orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));
@@ -194,17 +219,28 @@ export async function openDatabase(
     readFloors: replicas !== null,
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
     replicaStates: () => replicas?.states() ?? [],
+    backgroundSql(size, backgroundOptions = {}) {
+      if (embedded) return sql;
+      const made = newPool(size, backgroundOptions.relaxedCommits);
+      background.push(made);
+      return new PoolSql(made, { ...sqlOptions, maxConnections: size });
+    },
     async ready() {
       try {
-        return (await orm.migrator.getPending()).length === 0;
+        return (await pendingMigrations(sql, orm)).length === 0;
       } catch {
         return false;
       }
     },
     async close() {
       await replicas?.close();
-      // The ORM's Kysely instance ends the pool it was given.
+      await Promise.all(background.map((p) => p.end().catch(() => {})));
       await orm.close(true);
+      // The ORM's Kysely instance ends the pool it was given only if it ever ran a statement on it
+      // (Kysely takes the pool on first use): a command-line tool that shares a running service's
+      // embedded database runs none, and its connection then kept the process alive until pg's
+      // idle timeout closed it, 10 s after the tool was done.
+      if (!pool.ending) await pool.end();
       await embedded?.stop();
     },
   };

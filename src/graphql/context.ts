@@ -28,6 +28,11 @@ export interface GraphQLContext {
   http?: { graphql?: { name: string | null; type: string }; overloaded?: boolean };
 }
 
+/** A record service's read of live records by id, of all their fields or of those named (src/resource/service.ts). */
+export interface RecordsById<T> {
+  findMany(caller: Caller, sql: Sql, ids: readonly number[], options?: { fields?: ReadonlySet<string> }): Promise<T[]>;
+}
+
 /** The caller; the HTTP layer lets a request without one through only for introspection. */
 export function callerOf(ctx: GraphQLContext): Caller {
   if (!ctx.caller) throw AppError.unauthorized('an access token is required', 'missing');
@@ -42,18 +47,39 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
-  readonly userById: DataLoader<number, UserRecord | null>;
+  private readonly byIds = new Map<RecordsById<unknown>, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
 
   constructor(
     private readonly services: Services,
     private readonly caller: Caller | null,
     private readonly sql: Sql,
-  ) {
-    this.userById = new DataLoader(async (ids) => {
-      const users = await services.users.findMany(this.requireCaller(), sql, ids);
-      const byId = new Map(users.map((u) => [u.id, u]));
-      return ids.map((id) => byId.get(id) ?? null);
-    });
+  ) {}
+
+  /** The users by id (`Token.user`, the `User` entities of a subgraph request). */
+  get userById(): DataLoader<number, UserRecord | null> {
+    return this.byId(this.services.users);
+  }
+
+  /**
+   * Live records of one service by id: every id asked for in a request is one statement (the
+   * service's `findMany`, which checks the caller's read permission), null for an absent or
+   * deleted record. One loader per service (so per record type) and set of fields: `fields`, as
+   * `selectedFields` answers them for one field of the document (the same set each time), reads
+   * only those columns; without it, whole records.
+   */
+  byId<T extends { id: number }>(service: RecordsById<T>, fields?: ReadonlySet<string>): DataLoader<number, T | null> {
+    let byFields = this.byIds.get(service);
+    if (!byFields) this.byIds.set(service, (byFields = new Map()));
+    let loader = byFields.get(fields);
+    if (!loader) {
+      loader = new DataLoader<number, T | null>(async (ids) => {
+        const found = await service.findMany(this.requireCaller(), this.sql, ids, fields ? { fields } : {});
+        const byId = new Map(found.map((record) => [record.id, record]));
+        return ids.map((id) => byId.get(id) ?? null);
+      });
+      byFields.set(fields, loader);
+    }
+    return loader as DataLoader<number, T | null>;
   }
 
   private requireCaller(): Caller {

@@ -37,7 +37,7 @@ export interface Refusal {
 export interface ResolvedOperation {
   operation: OperationDefinitionNode | null;
   error: GraphQLError | null;
-  /** A query of introspection meta-fields only (`__schema`, `__type`, `__typename`): runs without a token where introspection is on. */
+  /** A query of what tells the schema only (`__schema`, `__type`, `__typename`, a subgraph's `_service`): runs without a token where introspection is on. */
   introspectionOnly: boolean;
 }
 
@@ -62,7 +62,7 @@ export class PreparedDocument {
 
   constructor(
     readonly source: string,
-    rules: DocumentRules,
+    private readonly rules: DocumentRules,
   ) {
     const { maxNesting, maxTokens } = GRAPHQL_LIMITS;
     // graphql-js parses and validates recursively: thousands of levels would overflow its stack.
@@ -138,7 +138,7 @@ export class PreparedDocument {
       return { operation: null, error: badDocument(message, ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE), introspectionOnly: false };
     }
     const introspectionOnly =
-      operation.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
+      operation.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && tellsSchema(this.rules.schema, s.name.value));
     const resolved: ResolvedOperation = { operation, error: null, introspectionOnly };
     this.operations.set(name, resolved);
     return resolved;
@@ -146,6 +146,13 @@ export class PreparedDocument {
 }
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * Whether a root field of a query only tells the schema: introspection's meta-fields and, in a
+ * subgraph (GRAPHQL_FEDERATION), `_service` (what introspection tells, in the form routers read).
+ */
+const tellsSchema = (schema: GraphQLSchema, field: string) =>
+  field.startsWith('__') || (field === '_service' && schema.getQueryType()?.getFields()._service !== undefined);
 
 /** GraphQL's rules, the size limits (src/graphql/limits.ts), and no introspection where it is off. */
 function validationRules(rules: DocumentRules): ValidationRule[] {
@@ -157,8 +164,12 @@ function validationRules(rules: DocumentRules): ValidationRule[] {
  * parsed document keeps its text and every token (each with its AST node and location: ~300 bytes
  * of heap, measured on Node 22), so it counts as its text plus 300 bytes a token; counting by text
  * length alone undercounts a token-dense query tenfold. A refused text keeps its text and errors.
+ * 8 MiB holds ~360–1,000 documents of the size of the docs' examples (8–23 KiB each): more than
+ * the few hundred operations a real client set sends.
  */
-const DOCUMENTS_BYTES = 16 * 1024 * 1024;
+export const DOCUMENTS_BYTES = 8 * 1024 * 1024;
+/** How many texts (their hashes) the cache remembers having seen once. */
+const SEEN_ONCE_MAX = 5_000;
 const BYTES_PER_TOKEN = 300;
 const REFUSAL_BYTES = 2 * 1024;
 function preparedBytes(prepared: PreparedDocument): number {
@@ -169,9 +180,18 @@ function preparedBytes(prepared: PreparedDocument): number {
   return loc.source.body.length + BYTES_PER_TOKEN * tokens;
 }
 
-/** The texts clients sent, prepared once each: the least recently used go first past DOCUMENTS_BYTES. */
+/**
+ * The texts clients sent, prepared, kept from a text's second request on: the least recently used
+ * go first past DOCUMENTS_BYTES. A text sent once (a client inlining values, a one-off script)
+ * would otherwise take a place for nothing, pushing out the documents real clients send again and
+ * again (6,000 unique 2 KB texts filled 16 MiB with documents no request asked for again); a text
+ * seen once is remembered by its SHA-256 alone (~200 bytes, at most SEEN_ONCE_MAX of them), the
+ * rule the executor compiles an operation by (from its second run: src/graphql/executor.ts). A
+ * repeated text costs one more parse and validation, once.
+ */
 export class DocumentCache {
   private readonly texts: LRUCache<string, PreparedDocument>;
+  private readonly seenOnce = new LRUCache<string, true>({ max: SEEN_ONCE_MAX });
 
   constructor(
     private readonly rules: DocumentRules,
@@ -185,13 +205,13 @@ export class DocumentCache {
     });
   }
 
-  /** The text, prepared (from the cache, or now). */
+  /** The text, prepared (from the cache, or now: then kept if the text came before). */
   prepare(text: string): PreparedDocument {
     let prepared = this.texts.get(text);
-    if (!prepared) {
-      prepared = new PreparedDocument(text, this.rules);
-      this.texts.set(text, prepared);
-    }
+    if (prepared) return prepared;
+    prepared = new PreparedDocument(text, this.rules);
+    if (this.seenOnce.delete(prepared.hash)) this.texts.set(text, prepared);
+    else this.seenOnce.set(prepared.hash, true);
     return prepared;
   }
 

@@ -16,6 +16,7 @@ import {
   type OperationDefinitionNode,
   type Source,
 } from 'graphql';
+import { mapSchema } from '@graphql-tools/utils';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import type { Sql } from '../db/sql.js';
@@ -42,9 +43,11 @@ import type { Verdict } from './gate.js';
 
 /**
  * Compiled operations. A compiled operation is code, and weighs tens to hundreds of times its text
- * (a 2 KB query of 40 aliases: ~300 KB), so compiling every text Apollo's document store keeps
+ * (a 2 KB query of 40 aliases: ~300 KB), so compiling every text the gate keeps
  * would grow memory with every new text a client invents. Instead an operation is compiled on its
- * second run (a one-off text runs once on graphql-js, which costs it less than compiling), and at
+ * document's second run (a one-off text runs once on graphql-js, which costs it less than
+ * compiling; the gate keeps a document from its text's second request on, so a text runs
+ * compiled from its third: src/graphql/documents.ts), and at
  * most COMPILED_MAX compiled operations are kept, the least recently run dropped first: real
  * clients send a few hundred operations at most, and every one of them keeps its compiled form.
  */
@@ -120,6 +123,16 @@ export interface ExecutorDeps {
    * here, as any other.
    */
   admit(request: GatewayGraphQLRequestContext): Verdict;
+  /**
+   * Whether Apollo's inline trace plugin may trace requests (a subgraph: src/graphql/federation.ts).
+   * Apollo traces a request by wrapping every field's resolver of the schema it holds, in place
+   * and for good, the first time a request is traced; graphql-jit compiles the resolvers it finds
+   * into each operation. So Apollo is given a copy of the schema: a traced request (Apollo's
+   * `metrics.captureTraces`, which its plugin sets only when a router sent
+   * `apollo-federation-include-trace: ftv1`) runs on graphql-js over that copy, where the plugin
+   * sees every field; every other request runs compiled over the schema no wrapper touched.
+   */
+  traces?: boolean;
 }
 
 /** Offsets of the starts of a source's lines (GraphQL counts lines from 1, columns from 1). */
@@ -149,6 +162,15 @@ function asGraphQLErrors(errors: readonly GraphQLError[] | undefined, source: So
   );
 }
 
+/**
+ * The request's context with its statements run on `sql` (and loaders of their own): a copy that
+ * keeps every property the context has, those Apollo defined on it for its plugins included.
+ */
+function runningOn(context: GraphQLContext, sql: Sql): GraphQLContext {
+  const copy = Object.create(Object.getPrototypeOf(context), Object.getOwnPropertyDescriptors(context)) as GraphQLContext;
+  return Object.assign(copy, { sql, loaders: new Loaders(context.services, context.caller, sql) });
+}
+
 export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
   const { schema, sql, log } = deps;
   const run = async (
@@ -157,7 +179,9 @@ export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
     operationName: string | null,
     context: GraphQLContext,
     variables: Record<string, unknown>,
+    traced: GraphQLSchema | null,
   ): Promise<ExecutionResult> => {
+    if (traced) return execute({ schema: traced, document, operationName, contextValue: context, variableValues: variables });
     const query = compiledFor(schema, document, operation, operationName);
     if (!query) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
     const result = await query.query(undefined, context, variables);
@@ -169,25 +193,19 @@ export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
     // Refused: Apollo answers the errors with a 400 (no data: status400ForVariableCoercionErrors, its default).
     if (verdict.kind !== 'admitted') return { errors: [...verdict.errors] };
     const { document, operation, operationName, variables } = verdict;
+    const traced = request.metrics.captureTraces === true ? request.schema : null;
     // A query reads on the read path (a replica that has replayed everything committed before the
     // request, else the primary); a mutation, and everything under it, on the primary.
     if (operation.operation === 'query' && context.reads !== context.sql) {
-      return run(
-        document,
-        operation,
-        operationName,
-        { ...context, sql: context.reads, loaders: new Loaders(context.services, context.caller, context.reads) },
-        variables,
-      );
+      return run(document, operation, operationName, runningOn(context, context.reads), variables, traced);
     }
-    if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables);
+    if (operation.operation !== 'mutation' || !severalRootFields(operation)) return run(document, operation, operationName, context, variables, traced);
     // The root fields of one mutation succeed or fail together, as in Hasura: one transaction,
     // committed before the answer only when every root field succeeded. Errors in nested fields of
     // a result (a FORBIDDEN `tokens` of a created user) do not undo it.
     try {
       return await sql.transaction(async (tx) => {
-        const inTransaction: GraphQLContext = { ...context, sql: tx, loaders: new Loaders(context.services, context.caller, tx) };
-        const result = await run(document, operation, operationName, inTransaction, variables);
+        const result = await run(document, operation, operationName, runningOn(context, tx), variables, traced);
         const failed = !result.data || (result.errors ?? []).some((e) => (e.path?.length ?? 0) <= 1);
         if (failed) throw new RolledBack(result);
         return result;
@@ -206,12 +224,14 @@ export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
 
 /** Apollo's gateway interface over a fixed schema and the executor above. */
 export function executorGateway(deps: ExecutorDeps): GatewayInterface {
+  // What Apollo holds (validates against, and wraps when it traces): with traces, a copy (see `traces`).
+  const apiSchema = deps.traces ? mapSchema(deps.schema, {}) : deps.schema;
   return {
     async load() {
       return { executor: gatewayExecutor(deps) };
     },
     onSchemaLoadOrUpdate(callback) {
-      callback({ apiSchema: deps.schema, coreSupergraphSdl: printSchema(deps.schema) });
+      callback({ apiSchema, coreSupergraphSdl: printSchema(apiSchema) });
       return () => {};
     },
     async stop() {},

@@ -74,6 +74,13 @@ export class SecretFilter {
   @Field(() => [String], { nullable: true }) nin?: string[];
 }
 
+@InputType({ description: 'Conditions on a true/false field.' })
+export class BooleanFilter {
+  @Field({ nullable: true }) eq?: boolean;
+  @Field({ nullable: true }) ne?: boolean;
+  @Field({ nullable: true, description: 'true: the field is null; false: it is not.' }) isNull?: boolean;
+}
+
 @InputType({ description: 'Conditions on a date-time field.' })
 export class DateTimeFilter {
   @Field(() => DateTime, { nullable: true }) eq?: Date;

@@ -148,6 +148,8 @@ export function sizeLimitRule(context: ValidationContext): ASTVisitor {
 const pageCost: ComplexityEstimator = ({ args, childComplexity, field }) => {
   const type = getNamedType(field.type);
   if (isLeafType(type)) return 0;
+  // A subgraph's `_entities` (src/graphql/federation.ts) answers one record per representation.
+  if (field.name === '_entities' && Array.isArray(args.representations)) return 1 + args.representations.length * Math.max(childComplexity, 1);
   const paged = type.name.endsWith('Page') || type.name.endsWith('Connection');
   if (!paged) return 1 + childComplexity;
   const asked = [args.pageSize, args.first, args.last].find((n) => typeof n === 'number' && n > 0) as number | undefined;
@@ -157,7 +159,7 @@ const pageCost: ComplexityEstimator = ({ args, childComplexity, field }) => {
 };
 
 /** The arguments whose values change a document's cost (see pageCost). */
-const SIZE_ARGUMENTS = new Set(['pageSize', 'first', 'last']);
+const SIZE_ARGUMENTS = new Set(['pageSize', 'first', 'last', 'representations']);
 
 /** Whether an operation's cost depends on its variables: a variable given as a page size. */
 function costDependsOnVariables(document: DocumentNode): boolean {

@@ -8,6 +8,7 @@ import { CACHEABLE } from './cacheable.js';
 import { connectionInput } from './connection.js';
 import { callerOf, type GraphQLContext } from './context.js';
 import { inArgument } from './errors.js';
+import { Entity } from './federation.js';
 import { listInput } from './filters.js';
 import type { RecordTypes } from './record-types.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
@@ -28,6 +29,12 @@ export type Custom = (resolver: ClassType) => void;
 export interface RecordResolverOptions {
   /** Whether its reads may be answered from the read cache (the directory: users, applications, roles). */
   cacheable: boolean;
+  /**
+   * Whether the record type is an Apollo Federation entity keyed by `id` (GRAPHQL_FEDERATION=true,
+   * src/graphql/federation.ts): a router's reference resolves as `<singular>(id)` would, with the
+   * read permission, in one statement for all the references of the request.
+   */
+  entity?: boolean;
   mutations: readonly (Standard | Custom)[];
   /** The resource's own queries, after the standard ones. */
   queries?: readonly Custom[];
@@ -213,6 +220,14 @@ export function recordResolver<R extends Resource>(
       );
     },
   };
+  if (options.entity) {
+    Entity(async (reference, ctx, info) => {
+      const caller = callerOf(ctx);
+      requirePermission(caller, read);
+      // The columns of the fields `_entities` selects (those of other types' fragments are no columns here).
+      return ctx.loaders.byId(serviceOf(ctx), selectedFields(info)).load(parseId(reference.id));
+    })(types.Type);
+  }
   for (const mutation of options.mutations) {
     if (typeof mutation === 'string') standard[mutation]();
     else mutation(Resolver_);

@@ -4,7 +4,18 @@ import { ArgsType, Extensions, Field, ID, InputType, Int, ObjectType, type Class
 import type { Field as FieldDef } from '../resource/field.js';
 import type { Resource } from '../resource/resource.js';
 import { ConnectionArgs, ConnectionType } from './connection.js';
-import { DateTimeFilter, DELETED_ARG, DeletedRecords, IDFilter, IntFilter, SafeIntFilter, SecretFilter, SortDirection, StringFilter } from './filters.js';
+import {
+  BooleanFilter,
+  DateTimeFilter,
+  DELETED_ARG,
+  DeletedRecords,
+  IDFilter,
+  IntFilter,
+  SafeIntFilter,
+  SecretFilter,
+  SortDirection,
+  StringFilter,
+} from './filters.js';
 import { CACHEABLE } from './cacheable.js';
 import { PageArgs, PageType } from './page.js';
 import { DateTime } from './scalars.js';
@@ -19,9 +30,13 @@ import { DateTime } from './scalars.js';
 /** A class with the given name, extending `Base` if given (type-graphql follows the class chain for inherited fields). */
 const named = (name: string, Base: ClassType = class {}): ClassType => ({ [name]: class extends Base {} })[name];
 
-/** The GraphQL scalar of a field's values. */
-function scalarOf(field: FieldDef): GraphQLScalarType | typeof String {
+/** The GraphQL type of a field's values (a scalar, or a list of strings). */
+function scalarOf(field: FieldDef): GraphQLScalarType | typeof String | typeof Boolean | [typeof String] {
   switch (field.kind) {
+    case 'boolean':
+      return Boolean;
+    case 'textList':
+      return [String];
     case 'id':
     case 'reference':
       return ID;
@@ -53,6 +68,8 @@ function filterOf(field: FieldDef): ClassType {
       return DateTimeFilter;
     case 'secret':
       return SecretFilter;
+    case 'boolean':
+      return BooleanFilter;
     default:
       return StringFilter;
   }

@@ -9,9 +9,12 @@ import { namedResolver } from '../resource/named.graphql.js';
 import { roles } from '../roles/role.resource.js';
 import { tokenResolvers } from '../tokens/token.graphql.js';
 import { userResolver } from '../users/user.graphql.js';
+import { webhookResolvers } from '../webhooks/webhook.graphql.js';
+import { serviceSdl, subgraphSchema } from './federation.js';
 import { withPlainResolvers } from './plain-resolvers.js';
 
 let built: Promise<GraphQLSchema> | undefined;
+let builtSubgraph: Promise<GraphQLSchema> | undefined;
 
 const NO_TOPICS: PubSub = {
   publish() {
@@ -35,6 +38,7 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
       userResolver(),
       ...linkResolvers(),
       ...tokenResolvers(),
+      ...webhookResolvers(),
       ...realtimeResolvers(),
     ] as const;
     // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
@@ -48,4 +52,15 @@ export function graphQLSchema(): Promise<GraphQLSchema> {
 /** schema.graphql as checked in at the repository root. */
 export async function schemaText(): Promise<string> {
   return `${printSchema(await graphQLSchema())}\n`;
+}
+
+/** The same schema as an Apollo Federation 2 subgraph (GRAPHQL_FEDERATION=true; src/graphql/federation.ts), built once. */
+export function graphQLSubgraphSchema(): Promise<GraphQLSchema> {
+  builtSubgraph ??= graphQLSchema().then(subgraphSchema);
+  return builtSubgraph;
+}
+
+/** schema.subgraph.graphql as checked in at the repository root: the SDL `_service { sdl }` answers. */
+export async function subgraphSchemaText(): Promise<string> {
+  return `${await serviceSdl(await graphQLSubgraphSchema())}\n`;
 }

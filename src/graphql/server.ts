@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import { ApolloServerPluginInlineTrace } from '@apollo/server/plugin/inlineTrace';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -136,16 +137,19 @@ interface GraphQLDeps {
   readCache: ReadCache | null;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
+  /** GRAPHQL_FEDERATION: the gate's schema is the Apollo Federation 2 subgraph's (src/graphql/federation.ts). */
+  federation?: boolean;
 }
 
 /** Apollo Server over the gate: it runs what the gate admitted, with the service's executor and plugins. */
-async function startApollo({ db, log, introspection, gate }: GraphQLDeps): Promise<ApolloServer<GraphQLContext>> {
+async function startApollo({ db, log, introspection, gate, federation = false }: GraphQLDeps): Promise<ApolloServer<GraphQLContext>> {
   const schema = gate.schema;
   const apollo = new ApolloServer<GraphQLContext>({
     gateway: executorGateway({
       schema,
       sql: db.sql,
       log,
+      traces: federation,
       admit: (request) => {
         const { caller, requestId } = request.context as GraphQLContext;
         return gate.admit({ ...request.request, query: request.source }, caller, request.request.http?.method === 'GET' ? 'get' : 'post', requestId);
@@ -171,9 +175,12 @@ async function startApollo({ db, log, introspection, gate }: GraphQLDeps): Promi
     plugins: [
       introspection ? sandboxWithFallback() : ApolloServerPluginLandingPageDisabled(),
       gate.apolloPlugin(),
+      // A subgraph answers Apollo's inline trace (`extensions.ftv1`) when, and only when, the router
+      // asks for it (`apollo-federation-include-trace: ftv1`): Apollo's plugin decides, per request.
+      // Error messages in traces are masked (a message may quote a value the client sent).
+      federation ? ApolloServerPluginInlineTrace({ includeErrors: { masked: true } }) : ApolloServerPluginInlineTraceDisabled(),
       // Apollo adds these by default: cache hints no one reads here, and reports to Apollo's cloud.
       ApolloServerPluginCacheControlDisabled(),
-      ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
     ],

@@ -9,6 +9,7 @@ import { roles } from '../roles/role.resource.js';
 import { tokens } from '../tokens/token.resource.js';
 import { USER_STATUS_BODY } from '../users/user.routes.js';
 import { users } from '../users/user.resource.js';
+import { webhookDeliveries, webhooks } from '../webhooks/webhook.resource.js';
 import { CORS_EXPOSED_HEADERS } from './cors.js';
 import type { ApiTag, DocumentedRoute } from './routes.js';
 
@@ -32,8 +33,12 @@ const ERROR_STATUSES: Record<string, string> = {
   503: 'Database unavailable, or every database connection busy (Retry-After says when to try again)',
 };
 
-function scalar(kind: FieldKind, max?: number): Schema {
+function scalar(kind: FieldKind, max?: number, maxItems?: number): Schema {
   switch (kind) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'textList':
+      return { type: 'array', items: { type: 'string', ...(max ? { maxLength: max } : {}) }, ...(maxItems ? { maxItems } : {}) };
     case 'id':
     case 'reference':
       return { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
@@ -53,7 +58,11 @@ function scalar(kind: FieldKind, max?: number): Schema {
   }
 }
 
-const fieldSchema = (field: Field): Schema => nullable(scalar(field.kind, field.max), field.nullable);
+const fieldSchema = (field: Field): Schema => ({
+  ...nullable(scalar(field.kind, field.max, field.maxItems), field.nullable),
+  ...(field.defaultValue !== undefined ? { default: field.defaultValue } : {}),
+  ...(field.writeOnly ? { writeOnly: true } : {}),
+});
 
 const nullable = (schema: Schema, isNullable: boolean | undefined): Schema => (isNullable ? { ...schema, type: [schema.type, 'null'] } : schema);
 
@@ -98,6 +107,7 @@ const RESOURCES: { path: string; resource: Resource }[] = [
   { path: '/token', resource: tokens },
   { path: '/application', resource: applications },
   { path: '/role', resource: roles },
+  { path: '/webhook', resource: webhooks },
 ];
 
 function components(): Schema {
@@ -162,6 +172,19 @@ function components(): Schema {
       },
     },
     UserStatus: writeSchema(USER_STATUS_BODY, 'create'),
+    WebhookWithSecret: {
+      allOf: [
+        ref('Webhook'),
+        { type: 'object', required: ['secret'], properties: { secret: { type: 'string', description: 'the signing secret, answered this once' } } },
+      ],
+    },
+    WebhookSecret: { type: 'string', pattern: '^whsec_', description: 'the new signing secret, answered this once' },
+    WebhookReplay: {
+      type: 'object',
+      required: ['after'],
+      properties: { after: { type: 'integer', minimum: 0, description: 'the event id to deliver after (0: the log’s start), at most 100,000 events back' } },
+    },
+    WebhookDelivery: recordSchema(webhookDeliveries),
   };
   for (const { resource } of RESOURCES) {
     schemas[resource.type] = recordSchema(resource);
@@ -301,6 +324,7 @@ function operations(): Map<string, Schema> {
   for (const { path: rPath, resource } of RESOURCES) {
     const r = { path: rPath, schema: resource.type, label: resource.label };
     ops.set(`GET ${r.path}`, listOperation(ref(r.schema), false));
+    const created = resource === webhooks ? ref('WebhookWithSecret') : ref(r.schema);
     ops.set(`POST ${r.path}`, {
       parameters: [param('Prefer')],
       requestBody: { required: true, content: json(ref(`${r.schema}Create`)) },
@@ -308,7 +332,7 @@ function operations(): Map<string, Schema> {
         201: {
           description: 'The new id, or the record with Prefer: return=representation',
           headers: { Location: header('Location'), ...PREFERENCE },
-          content: preferred(ref('Id'), ref(r.schema)),
+          content: preferred(ref('Id'), created),
         },
         ...errors(...WRITE_ERRORS),
       },
@@ -366,6 +390,25 @@ function operations(): Map<string, Schema> {
   const right = write(ref('LinkRight'), ref('ApplicationLink'), [param('applicationID')]);
   ops.set('PUT /user/{id}/application/{applicationID}', right);
   ops.set('GET /audit', listOperation(ref('AuditEvent'), false));
+  ops.set('POST /webhook/{id}/secret', {
+    parameters: [param('id'), param('Prefer')],
+    responses: {
+      200: {
+        description: 'The new secret, or the webhook with it with Prefer: return=representation',
+        content: preferred(ref('WebhookSecret'), ref('WebhookWithSecret')),
+      },
+      ...errors(400, 401, 403, 404, 503),
+    },
+  });
+  ops.set('POST /webhook/{id}/replay', {
+    parameters: [param('id'), param('Prefer')],
+    requestBody: { required: true, content: json(ref('WebhookReplay')) },
+    responses: {
+      200: { description: '`1`, or the webhook with Prefer: return=representation', content: preferred(ref('One'), ref('Webhook')) },
+      ...errors(...WRITE_ERRORS),
+    },
+  });
+  ops.set('GET /webhook/{id}/delivery', listOperation(ref('WebhookDelivery'), true));
   ops.set('DELETE /token', {
     parameters: [{ ...param('filter'), required: true } as Schema],
     responses: {

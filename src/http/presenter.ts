@@ -119,6 +119,17 @@ export function sendUpdated<R>(ctx: AppContext, record: R, present: (record: R) 
   ctx.body = preferred(ctx, 1, () => present(record));
 }
 
+/** A write whose bare answer is a value of its own (a webhook's new secret), or the record when asked. */
+export function sendWritten<R>(ctx: AppContext, bare: unknown, record: R): void {
+  ctx.status = 200;
+  const body = preferred(ctx, bare, () => record);
+  // A bare string is a JSON string too (Koa would send it as text).
+  if (typeof body === 'string') {
+    ctx.type = 'application/json';
+    ctx.body = JSON.stringify(body);
+  } else ctx.body = body;
+}
+
 /** A count of records changed (delete: 1; unlink: the links removed), 200 whatever `Prefer` says. */
 export function sendCount(ctx: AppContext, count: number, status = 200): void {
   ctx.status = status;

@@ -128,6 +128,7 @@ export function cursorOf(order: readonly SortKey[], row: Record<string, unknown>
     if (v === null || v === undefined) return null;
     // Dates come in the wire format already (the pool's parser of timestamptz).
     if (k.kind === 'date' || k.kind === 'string') return String(v);
+    if (k.kind === 'boolean') return Boolean(v);
     return Number(v);
   });
   return Buffer.from(JSON.stringify([signatureOf(order), ...values])).toString('base64url');
@@ -158,6 +159,9 @@ function decodeCursor(cursor: string, name: string, order: readonly SortKey[], p
       values.push(null);
     } else if (k.kind === 'string') {
       if (typeof v !== 'string' || v.length > 2048 || v.includes('\u0000') || !v.isWellFormed()) return refuse('is not a cursor of this list');
+      values.push(v);
+    } else if (k.kind === 'boolean') {
+      if (typeof v !== 'boolean') return refuse('is not a cursor of this list');
       values.push(v);
     } else if (k.kind === 'date') {
       const checked = checkDate(v);

@@ -14,7 +14,7 @@ import { checkDate, checkInteger, checkString, INT32_MAX, INT32_MIN, type Checke
  * (and a ciphertext), such as a token's accessToken (docs/operations.md#secrets-at-rest): matched with `eq ne in nin` through
  * its hash; never sorted, never matched by pattern or range (a hash keeps no order).
  */
-export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret';
+export type FieldKind = 'id' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret' | 'boolean';
 
 export interface ListField {
   /** The SQL expression of the field in the list's query, e.g. `t.first_name` or `l."right"`. */
@@ -516,5 +516,7 @@ function checkValue(field: ListField, value: unknown): Checked<unknown> {
       return checkString(value, 2048);
     case 'date':
       return checkDate(value);
+    case 'boolean':
+      return typeof value === 'boolean' ? { ok: true, value } : { ok: false, message: 'must be true or false' };
   }
 }

@@ -3,10 +3,11 @@ import pretty from 'pino-pretty';
 import type { LogLevel } from '../config.js';
 
 /**
- * The service log: pino, one JSON line per event (`{"level":"info","time":"…","msg":…, …}`), or
- * pino-pretty's coloured lines with LOG_FORMAT=pretty. Written asynchronously and in batches
- * (pino's sonic-boom: up to 4 KiB or 200 ms of lines per write), so a request never waits on a log
- * write; what is buffered is written before the process exits.
+ * The service log: pino, one JSON line per event (`{"level":"info","time":"…","msg":…, …}`),
+ * written asynchronously and in batches (pino's sonic-boom: up to 4 KiB or 200 ms of lines per
+ * write), so a request never waits on a log write; what is buffered is written before the process
+ * exits. Or, with LOG_FORMAT=pretty (the default at a terminal: src/config.ts), pino-pretty's
+ * readable lines, written as they come.
  * Callers pass only what is safe to print: never request bodies, query strings (filters may carry
  * token values) or Authorization headers.
  */
@@ -31,7 +32,10 @@ const FLUSH_MS = 200;
 export function createLogger(level: LogLevel, write?: (line: string) => void, format: LogFormat = 'json'): Logger {
   let destination: DestinationStream;
   if (write) destination = { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) };
-  else if (format === 'pretty') destination = pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  // A stream in this thread, written synchronously (pino-pretty used as a stream, not as a
+  // worker-thread transport): at a terminal the lines come in order with the first-token banner on
+  // stdout, one line an event.
+  else if (format === 'pretty') destination = pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
   else {
     // Lines gather until 4 KiB or the next flush (at most FLUSH_MS later): one write per
     // page of lines, not one per request, which under load was a tenth of the service's CPU.

@@ -32,6 +32,8 @@ export class GraphQLReadCache {
    */
   keyOf(ctx: AppContext, caller: Caller | null, document: { source: string; cacheable: boolean } | null, raw: string | undefined): string | null {
     if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || !document || raw === undefined) return null;
+    // A router asking a subgraph for Apollo's inline trace gets the timing of this very run in the answer.
+    if (ctx.get('apollo-federation-include-trace')) return null;
     if (!document.cacheable || document.source.length > MAX_CACHED_QUERY) return null;
     if (!this.store.inUse(caller)) {
       ctx.state.readCache = 'aside';

@@ -61,6 +61,8 @@ export class ReadCache {
     maxBytes: number,
     /** Snapshot moves a second above which the store stands aside (see above). */
     private readonly busyMovesPerSecond: number,
+    /** Milliseconds on a monotonic clock: the windows' time (tests pass a clock of their own). */
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.entries = new LRUCache<string, Entry>({
       maxSize: maxBytes,
@@ -85,7 +87,7 @@ export class ReadCache {
       this.lastXmax = xmax;
       this.moves++;
     }
-    const now = performance.now();
+    const now = this.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {
       this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > this.busyMovesPerSecond;
@@ -128,7 +130,7 @@ export function ownBytes(text: string): Buffer {
   return bytes;
 }
 
-/** The process's store for a configured size in MiB, or null when READ_CACHE_MB is 0. */
-export function createReadCache(megabytes: number, busyMovesPerSecond: number): ReadCache | null {
-  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024, busyMovesPerSecond) : null;
+/** The process's store for a configured size in MiB, or null when READ_CACHE_MB is 0; `now`: its windows' clock. */
+export function createReadCache(megabytes: number, busyMovesPerSecond: number, now?: () => number): ReadCache | null {
+  return megabytes > 0 ? new ReadCache(megabytes * 1024 * 1024, busyMovesPerSecond, now) : null;
 }

@@ -81,6 +81,12 @@ export interface EventSource {
   reading(): Promise<void>;
   /** The newest id handed over (everything below it has been, or will never exist). */
   handedOver(): number;
+  /**
+   * The newest id up to which every event has committed or never will (0 until the first read):
+   * how far a durable cursor may move without ever passing an event that commits later (webhook
+   * deliveries, src/webhooks/dispatcher.ts). The event at it need not exist (a rolled-back id).
+   */
+  horizon(): number;
   close(): Promise<void>;
 }
 
@@ -213,6 +219,7 @@ export function openEventSource(options: { sql: Sql; log: Logger }): EventSource
     },
     reading: () => (closed || last !== null || !listeners.size ? Promise.resolve() : new Promise<void>((resolve) => started.push(resolve))),
     handedOver: () => handed,
+    horizon: () => (last === null ? 0 : gaps.size ? Math.min(...gaps.keys()) - 1 : last),
     async close() {
       closed = true;
       clearTimeout(timer);

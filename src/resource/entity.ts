@@ -1,4 +1,4 @@
-import { BigIntType, EntitySchema } from '@mikro-orm/core';
+import { ArrayType, BigIntType, EntitySchema } from '@mikro-orm/core';
 import type { Field } from './field.js';
 import type { Resource } from './resource.js';
 
@@ -27,6 +27,10 @@ function propertiesOf(name: string, field: Field): Record<string, Record<string,
       return { [name]: { type: 'datetime', columnType: 'timestamptz(3)', fieldName: field.column, ...common } };
     case 'json':
       return { [name]: { type: 'json', fieldName: field.column, ...common } };
+    case 'boolean':
+      return { [name]: { type: 'boolean', fieldName: field.column, ...common } };
+    case 'textList':
+      return { [name]: { type: new ArrayType(), columnType: 'text[]', fieldName: field.column, ...common } };
     default:
       return { [name]: { type: 'string', length: field.max, fieldName: field.column, ...common } };
   }

@@ -14,9 +14,12 @@
  * - `revision`: an integer counter shown as a decimal string (a token's `version`);
  * - `secret`: text stored only as a keyed hash and a ciphertext (a token's `accessToken`), compared
  *   through the hash: equality only, never sorted;
- * - `json`: a JSON object (an audit event's `changes`).
+ * - `json`: a JSON object (an audit event's `changes`);
+ * - `boolean`: true or false (a webhook's `active`);
+ * - `textList`: a list of texts, each of at most `max` characters, at most `maxItems` of them
+ *   (a webhook's `events`), stored as `text[]`; not in the list language.
  */
-export type FieldKind = 'id' | 'reference' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret' | 'json';
+export type FieldKind = 'id' | 'reference' | 'int32' | 'safeInt' | 'string' | 'date' | 'revision' | 'secret' | 'json' | 'boolean' | 'textList';
 
 /** Who sets a field's value. */
 export type Origin =
@@ -35,11 +38,24 @@ export interface Field {
   origin: Origin;
   /** Must be given on create and replace (client fields). */
   required: boolean;
-  /** Longest text, in characters (strings, secrets). */
+  /** Longest text, in characters (strings, secrets, each item of a text list). */
   max?: number;
+  /** Most items of a text list. */
+  maxItems?: number;
+  /**
+   * What a create or a replace writes when the field is absent (else `null`, `""` or `0` by kind):
+   * a webhook is `active` unless said otherwise.
+   */
+  defaultValue?: unknown;
+  /**
+   * Written by clients, never answered (a webhook's secret): left out of records, lists and the
+   * GraphQL object type; a replace (PUT) without it keeps the stored value, since a client that
+   * never reads it cannot send it back.
+   */
+  writeOnly?: boolean;
   /** "" (or only spaces) is refused too: a value that must say something (a name). */
   nonEmpty?: boolean;
-  /** A rule the text must follow, and what a refusal says. */
+  /** A rule the text (each item of a text list) must follow, and what a refusal says. */
   pattern?: { test: RegExp; message: string };
   /** In the list language (filter and orderBy). `deletedAt` is read but not filtered on. */
   listed: boolean;
@@ -105,6 +121,17 @@ export const field = {
   revision: (options: Options<false, 'service'> = {}) => spec('revision', { ...options, origin: 'service' }),
   secret: <N extends boolean = false>(max: number, columns: { hmac: string; cipher: string }, options: Options<N, 'client'> = {}) =>
     spec('secret', { max, secretColumns: columns, ...options }, { graphqlOrder: false }),
+  boolean: <N extends boolean = false, O extends Origin = 'client'>(options: Options<N, O> = {}) => spec('boolean', options),
+  /** A list of texts (`max` characters each, at most `maxItems`): not in the list language. */
+  textList: <O extends Origin = 'client'>(maxItems: number, max: number, options: Options<false, O> = {}) =>
+    spec('textList', { maxItems, max, ...options }, { listed: false, graphqlOrder: false }),
+  /** A secret a client writes and the API never answers (`writeOnly`), stored as a keyed hash and a ciphertext. */
+  writeOnlySecret: (max: number, columns: { hmac: string; cipher: string }, options: Options<true, 'client'> = {}) =>
+    spec('secret', { max, secretColumns: columns, writeOnly: true, nullable: true as const, ...options }, { listed: false, graphqlOrder: false }) as Spec<
+      'secret',
+      true,
+      'client'
+    > & { writeOnly: true },
   json: (options: Options<false, 'service'> = {}) => spec('json', { ...options, origin: 'service' }, { listed: false, graphqlOrder: false }),
   /** Stored for other applications; the API never reads or writes it. */
   hidden: <K extends FieldKind, N extends boolean = false>(kind: K, options: Options<N, 'hidden'> = {}) =>
@@ -129,14 +156,27 @@ export const withColumn = (name: string, s: FieldSpec): Field => ({ ...s, column
 
 /** A field's value in a record the API answers. */
 export type WireValue<S> = S extends { kind: infer K; nullable: infer N }
-  ? (K extends 'id' | 'reference' | 'int32' | 'safeInt' ? number : K extends 'json' ? Record<string, unknown> : string) | (N extends true ? null : never)
+  ? | (K extends 'id' | 'reference' | 'int32' | 'safeInt'
+        ? number
+        : K extends 'json'
+          ? Record<string, unknown>
+          : K extends 'boolean'
+            ? boolean
+            : K extends 'textList'
+              ? string[]
+              : string)
+    | (N extends true ? null : never)
   : never;
 
 /** A field's value as a write takes it (dates parsed). */
 export type InputValue<S> = S extends { kind: 'date'; nullable: infer N } ? Date | (N extends true ? null : never) : WireValue<S>;
 
-/** The record the API answers for a resource's fields (hidden fields and deletedAt aside). */
-export type RecordOf<F> = { -readonly [K in keyof F as F[K] extends { origin: 'hidden' } ? never : K extends 'deletedAt' ? never : K]: WireValue<F[K]> };
+/** The record the API answers for a resource's fields (hidden and write-only fields and deletedAt aside). */
+export type RecordOf<F> = {
+  -readonly [
+    K in keyof F as F[K] extends { origin: 'hidden' } ? never : F[K] extends { writeOnly: true } ? never : K extends 'deletedAt' ? never : K
+  ]: WireValue<F[K]>;
+};
 
 /** The values a client writes: every client field (create, replace). */
 export type WritableOf<F> = { -readonly [K in keyof F as F[K] extends { origin: 'client' } ? K : never]: InputValue<F[K]> };

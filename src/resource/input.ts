@@ -18,8 +18,25 @@ export interface ParseOptions {
 
 /** What a field is written as when a create or replace leaves it out (or Attrs names it and the body lacks it). */
 export function defaultOf(field: Field): unknown {
+  if (field.defaultValue !== undefined) return field.defaultValue;
   if (field.nullable) return null;
+  if (field.kind === 'textList') return [];
+  if (field.kind === 'boolean') return false;
   return field.kind === 'string' || field.kind === 'secret' ? '' : 0;
+}
+
+/** A text list: an array of at most `maxItems` texts, each checked like a string field; duplicates kept once, in order. */
+function checkTextList(field: Field, value: unknown): Checked<unknown> {
+  if (!Array.isArray(value)) return { ok: false, message: 'must be an array of strings' };
+  if (value.length > field.maxItems!) return { ok: false, message: `must have at most ${field.maxItems} items` };
+  for (const [i, item] of value.entries()) {
+    const checked = checkString(item, field.max!);
+    if (!checked.ok) return { ok: false, message: `item ${i + 1} ${checked.message}` };
+    if (field.pattern && !field.pattern.test.test(checked.value)) {
+      return { ok: false, message: `item ${i + 1} (${JSON.stringify(checked.value.slice(0, 64))}) ${field.pattern.message}` };
+    }
+  }
+  return { ok: true, value: [...new Set(value as string[])] };
 }
 
 /** One field's value checked against its definition. */
@@ -45,6 +62,10 @@ export function checkField(field: Field, value: unknown, options: ParseOptions =
         : { ok: false, message: 'must be a positive integer' };
     case 'date':
       return checkDate(value);
+    case 'boolean':
+      return typeof value === 'boolean' ? { ok: true, value } : { ok: false, message: 'must be true or false' };
+    case 'textList':
+      return checkTextList(field, value);
     default:
       throw new Error(`a ${field.kind} field is not written by clients`);
   }
@@ -112,6 +133,8 @@ export function parseWrite<R extends Body>(
   for (const name of names) {
     const field = fields.get(name)!;
     const present = Object.hasOwn(object, name) && object[name] !== undefined;
+    // A write-only field a replace leaves out keeps its value: the client never had it to send back.
+    if (!present && mode === 'replace' && field.writeOnly) continue;
     if (!present && mode !== 'patch') {
       if (field.required) problems.push({ field: name, message: 'is required' });
       else values[name] = defaultOf(field);

@@ -15,6 +15,7 @@ export function namedTypes(resource: NamedResource): RecordTypes {
 export const namedResolver = (resource: NamedResource, key: 'applications' | 'roles') =>
   recordResolver(resource, (ctx: GraphQLContext) => ctx.services[key], namedTypes(resource), {
     cacheable: true,
+    entity: true,
     mutations: ['create', 'update', 'patch', 'destroy', 'restore'],
     descriptions: { restore: `Brings a deleted ${resource.label} back (its name must not be taken by a live one); its links stay deleted.` },
   });

@@ -49,7 +49,7 @@ export interface Resource<F extends Record<string, FieldSpec> = Record<string, F
   entries: readonly (readonly [string, Field])[];
   /** The fields a client writes (create, replace, patch), in order. */
   writable: readonly (readonly [string, Field])[];
-  /** The fields of the wire record, in order (deletedAt aside: only deleted-aware lists read it). */
+  /** The fields of the wire record, in order (deletedAt aside: only deleted-aware lists read it; write-only ones never). */
   output: readonly (readonly [string, Field])[];
   /**
    * The select list of a read (table alias `t`), each column named as its wire field, so that a
@@ -86,7 +86,7 @@ export function selectOf(name: string, field: Field, alias = 't'): string {
 /** How the list language compares a field. */
 export function listFieldOf(field: Field, alias = 't'): ListField {
   const kind = field.kind === 'reference' ? 'id' : field.kind;
-  if (kind === 'json') throw new Error(`a json field cannot be listed (${field.column})`);
+  if (kind === 'json' || kind === 'textList') throw new Error(`a ${kind} field cannot be listed (${field.column})`);
   const column = columnSql(alias, field.kind === 'secret' ? field.secretColumns!.hmac : field.column);
   return { column, kind, ...(field.nullable ? { nullable: true } : {}) };
 }
@@ -94,7 +94,7 @@ export function listFieldOf(field: Field, alias = 't'): ListField {
 export function defineResource<F extends Record<string, FieldSpec>>(spec: ResourceSpec<F>): Resource<F> {
   const fields = Object.fromEntries(Object.entries(spec.fields).map(([name, s]) => [name, withColumn(name, s)])) as Fields<F>;
   const entries = Object.entries(fields) as [string, Field][];
-  const output = entries.filter(([name, f]) => f.origin !== 'hidden' && name !== 'deletedAt');
+  const output = entries.filter(([name, f]) => f.origin !== 'hidden' && !f.writeOnly && name !== 'deletedAt');
   const columns = output.map(([name, f]) => selectOf(name, f)).join(', ');
   const deletedAt = fields['deletedAt' as keyof F];
   // Per set of fields, once: a client can invent at most 2^fields sets, and only the first

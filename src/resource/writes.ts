@@ -36,6 +36,10 @@ function sqlType(field: Field): string {
       return 'timestamptz';
     case 'json':
       return 'jsonb';
+    case 'boolean':
+      return 'boolean';
+    case 'textList':
+      return 'text[]';
     default:
       return 'text';
   }

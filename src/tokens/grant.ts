@@ -10,7 +10,7 @@ import { AppError } from '../errors.js';
  */
 
 /** The scopes this service itself understands; other scope words pass through untouched. */
-const OWN_SCOPE = /^(\*|(user|token|application|role):(read|write|\*)|audit:(read|\*))$/;
+const OWN_SCOPE = /^(\*|(user|token|application|role|webhook):(read|write|\*)|audit:(read|\*))$/;
 
 /** The words of `scope` this service understands that the caller could not grant (none: it could have granted the token). */
 export function ungrantableWords(caller: Caller, scope: string): string[] {

@@ -26,8 +26,8 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + KEY_ID_BYTES + NONCE_BYTES;
 
-/** The two secret fields of a token. */
-export type SecretField = 'accessToken' | 'refreshToken';
+/** The secrets sealed with the key: a token's two, and a webhook's signing secret (src/webhooks/). */
+export type SecretField = 'accessToken' | 'refreshToken' | 'webhookSecret';
 
 export class TokenKey {
   /** 8 bytes derived from the key: stored in every ciphertext, so rotation can tell keys apart. */
@@ -144,7 +144,7 @@ export const KEY_FILE = 'token.key';
  * keys) and read on every later start. A key file others may read is refused.
  */
 export async function embeddedKey(dataDir: string): Promise<Buffer> {
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, KEY_FILE);
   try {
     const file = await open(path, 'wx', 0o600);

@@ -52,6 +52,7 @@ function bulkRevoke(resolver: ClassType): void {
 export function tokenResolvers(): ClassType[] {
   const TokenResolver = recordResolver(tokens, (ctx) => ctx.services.tokens, tokenTypes(), {
     cacheable: false,
+    entity: true,
     queries: [viewerQuery],
     mutations: ['create', 'update', 'patch', 'destroy', bulkRevoke, 'restore', 'apply'],
     descriptions: {

@@ -34,6 +34,7 @@ export const userTypes = () => (types ??= recordTypes(users, { cacheable: true }
 export const userResolver = () =>
   recordResolver(users, (ctx) => ctx.services.users, userTypes(), {
     cacheable: true,
+    entity: true,
     mutations: ['create', 'update', 'patch', statusMutation, 'destroy', 'restore', 'apply'],
     descriptions: {
       update: 'Replaces every writable field; creates the user on an id reserved by applyUserID.',

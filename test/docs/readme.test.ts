@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { parse, Kind, type OperationDefinitionNode } from 'graphql';
 import { startTestService, type TestService } from '../support/service.js';
-import { bearer, collect, wsConnect } from '../support/subscriptions.js';
+import { bearer, collect, runningSubscriptions, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
+import { waitFor, within } from '../support/wait.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -27,6 +28,8 @@ const operations = blocks.flatMap((block) =>
     .map((op) => ({
       name: op.name?.value ?? '(anonymous)',
       type: op.operation,
+      /** The first root field (a subscription's operation, as /metrics names it). */
+      field: op.selectionSet.selections.find((s) => s.kind === Kind.FIELD)?.name.value ?? '',
       block,
       variables: op.variableDefinitions?.map((v) => v.variable.name.value) ?? [],
     })),
@@ -50,21 +53,26 @@ test('the README shows GraphQL examples of queries, mutations and subscriptions'
 
 test('every README GraphQL operation runs as written, in order, without errors', async () => {
   const application = await svc.request('POST', '/application/', { body: { name: 'billing' } });
-  const values: Record<string, unknown> = { app: String(application.body) };
+  // A webhook's url under .invalid (RFC 2606): it never resolves, so the examples send nothing out.
+  const values: Record<string, unknown> = { app: String(application.body), url: 'https://crm.example.invalid/hooks/identity' };
   for (const op of operations) {
     const [latest] = await svc.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events');
     values.after = latest.id;
     const variables = Object.fromEntries(op.variables.map((name) => [name, values[name]]));
     expect({ op: op.name, missing: op.variables.filter((name) => values[name] === undefined) }).toEqual({ op: op.name, missing: [] });
     if (op.type === 'subscription') {
-      // Over a WebSocket, as the README says: the next write is its first event.
+      // Over a WebSocket, as the README says: the next write is its first event. With `after` (the
+      // newest event id, above) it is replayed if the subscription starts after the write; without,
+      // the write waits until the service counts the subscription as running.
       const ws = wsConnect(svc.url, bearer(svc.adminToken));
+      await within(`${op.name}'s connection`, ws.opened);
       const sub = collect(ws.client, op.block, variables);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      if (!op.variables.includes('after')) await untilSubscriptions(svc, op.field);
       await svc.request('POST', '/user/', { body: { firstName: 'Seen', lastName: 'Live' } });
       const [event] = await sub.atLeast(1);
       expect({ op: op.name, errors: event.errors }).toEqual({ op: op.name, errors: undefined });
       await ws.client.dispose();
+      await untilSubscriptions(svc, op.field, 0); // gone before the next one counts
       continue;
     }
     const res = await svc.graphql(op.block, variables, { rawBody: JSON.stringify({ query: op.block, operationName: op.name, variables }) });
@@ -73,6 +81,7 @@ test('every README GraphQL operation runs as written, in order, without errors',
     const data = res.body.data;
     if (data.createUser) values.id = values.user = data.createUser.id;
     if (data.applyUserID) values.id = data.applyUserID;
+    if (data.createWebhook) values.webhook = data.createWebhook.id;
   }
 });
 
@@ -107,33 +116,6 @@ const wsSnippet = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
   .map((m) => m[1])
   .find((code) => code.includes("from 'graphql-ws'") && code.includes('client.iterate'));
 
-/** The running subscriptions of an operation, from /metrics. */
-async function runningSubscriptions(operation: string): Promise<number> {
-  const metrics = await svc.request('GET', '/metrics', { token: null });
-  const line = new RegExp(`^realtime_subscriptions\\{operation="${operation}"\\} (\\d+)$`, 'm').exec(metrics.text);
-  return line ? Number(line[1]) : 0;
-}
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within<T>(what: string, promise: Promise<T>, ms = 10_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `condition` holds; rejects after `ms`. */
-async function until(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 test("the README's graphql-ws snippet runs as written where Node has no WebSocket of its own", async () => {
   expect(wsSnippet).toBeDefined();
   const code = [
@@ -141,7 +123,7 @@ test("the README's graphql-ws snippet runs as written where Node has no WebSocke
     'const console = { log: (value) => { process.stdout.write(JSON.stringify(value) + "\\n"); process.exit(0); } };',
     wsSnippet!.replaceAll('ws://127.0.0.1:4000', svc.url.replace('http', 'ws')),
   ].join('\n');
-  await until('the earlier subscriptions to end', async () => (await runningSubscriptions('userEvents')) === 0);
+  await waitFor('the earlier subscriptions to end', async () => (await runningSubscriptions(svc, 'userEvents')) === 0);
   // --no-experimental-websocket: Node 22 without its global WebSocket, as Node 20 is.
   const child = spawn(process.execPath, ['--no-experimental-websocket', '--input-type=module', '-e', code], {
     cwd: new URL('../../', import.meta.url),
@@ -154,7 +136,7 @@ test("the README's graphql-ws snippet runs as written where Node has no WebSocke
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   try {
     await Promise.race([
-      until('the snippet to subscribe', async () => (await runningSubscriptions('userEvents')) === 1),
+      waitFor('the snippet to subscribe', async () => (await runningSubscriptions(svc, 'userEvents')) === 1),
       exited.then((status) => Promise.reject(new Error(`the snippet exited with ${status} before subscribing: ${stderr}`))),
     ]);
     await svc.request('POST', '/user/', { body: { firstName: 'Snippet', lastName: 'Reader' } });

@@ -411,11 +411,13 @@ describe('limits count what runs, fragments expanded', () => {
     let fragments = '';
     for (let i = 0; i < 40; i++) fragments += ` fragment F${i} on Token { ...F${i + 1} ...F${i + 1} }`;
     fragments += ' fragment F40 on Token { id }';
-    const started = Date.now();
+    // Refused by counting, not by expanding: 2^40 fields could not be built in the test's time at
+    // all (a service that expanded them would never answer), and the count it names is that of the
+    // whole expansion.
     const res = await svc.graphql(`{ viewer { ...F0 } }${fragments}`);
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(res.status).toBe(400);
     expect(res.body.errors[0].message).toMatch(/selects \d+ fields/);
+    expect(res.body.errors[0].message).toContain(`selects ${2 ** 40 + 1} fields`);
   });
 
   test('fields repeated too often to check that they merge: a 400 that says so', async () => {
@@ -510,7 +512,9 @@ describe('the root fields of one mutation succeed or fail together', () => {
   });
 
   test('concurrent mutations whose results read nested lists do not starve the pool (4 connections here)', async () => {
-    const started = Date.now();
+    // A starved pool (each mutation's transaction holding a connection while its nested reads wait
+    // for another) would hand out none within its acquire timeout: those requests would fail
+    // (UNAVAILABLE), which the replies show; how long they took is no part of it.
     const replies = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
         svc.graphql(
@@ -519,6 +523,5 @@ describe('the root fields of one mutation succeed or fail together', () => {
       ),
     );
     expect(replies.map((r) => [r.status, r.body.errors])).toEqual(Array(12).fill([200, undefined]));
-    expect(Date.now() - started).toBeLessThan(8_000); // a starved pool would wait out its 10 s timeout
   });
 });

@@ -260,6 +260,71 @@ const OPERATIONS: Operation[] = [
       },
     ];
   }),
+  // webhooks
+  { field: 'webhooks', query: '{ webhooks { total data { id } } }', variables: () => ({}), permission: 'webhook:read', expected: () => page },
+  {
+    field: 'webhooksConnection',
+    query: '{ webhooksConnection(first: 2) { totalCount edges { cursor } } }',
+    variables: () => ({}),
+    permission: 'webhook:read',
+    expected: () => connection,
+  },
+  {
+    field: 'webhook',
+    query: 'query($id: ID!) { webhook(id: $id) { id active secret } }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:read',
+    expected: (f) => ({ id: String(f.webhook), active: false, secret: null }),
+  },
+  {
+    field: 'createWebhook',
+    query: 'mutation { createWebhook(input: { url: "https://created.example.invalid/", events: ["user.*"], active: false }) { events secret } }',
+    variables: () => ({}),
+    permission: 'webhook:write',
+    expected: () => ({ events: ['user.*'], secret: expect.stringMatching(/^whsec_/) }),
+  },
+  {
+    field: 'updateWebhook',
+    query: 'mutation($id: ID!) { updateWebhook(id: $id, input: { url: "https://updated.example.invalid/", active: false }) { id url } }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:write',
+    expected: (f) => ({ id: String(f.webhook), url: 'https://updated.example.invalid/' }),
+  },
+  {
+    field: 'patchWebhook',
+    query: 'mutation($id: ID!) { patchWebhook(id: $id, input: { description: "patched" }) { id description } }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:write',
+    expected: (f) => ({ id: String(f.webhook), description: 'patched' }),
+  },
+  {
+    field: 'destroyWebhook',
+    query: 'mutation($id: ID!) { destroyWebhook(id: $id) }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:write',
+    expected: () => true,
+  },
+  {
+    field: 'restoreWebhook',
+    query: 'mutation($id: ID!) { restoreWebhook(id: $id) { id deletedAt } }',
+    variables: (f) => ({ id: f.deleted.webhook }),
+    permission: 'webhook:write',
+    expected: (f) => ({ id: String(f.deleted.webhook), deletedAt: null }),
+  },
+  {
+    field: 'rotateWebhookSecret',
+    query: 'mutation($id: ID!) { rotateWebhookSecret(id: $id) { id secret } }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:write',
+    expected: (f) => ({ id: String(f.webhook), secret: expect.stringMatching(/^whsec_/) }),
+  },
+  {
+    field: 'replayWebhook',
+    query: 'mutation($id: ID!) { replayWebhook(id: $id, after: "1") { id } }',
+    variables: (f) => ({ id: f.webhook }),
+    permission: 'webhook:write',
+    expected: (f) => ({ id: String(f.webhook) }),
+  },
 ];
 
 /** Every other permission and every other resource's wildcard: all but the one needed. */

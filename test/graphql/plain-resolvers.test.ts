@@ -1,5 +1,5 @@
 import { graphql, GraphQLObjectType, GraphQLSchema, GraphQLString, type GraphQLField } from 'graphql';
-import { graphQLSchema } from '../../src/graphql/schema.js';
+import { graphQLSchema, graphQLSubgraphSchema } from '../../src/graphql/schema.js';
 import { withPlainResolvers } from '../../src/graphql/plain-resolvers.js';
 
 /**
@@ -28,6 +28,21 @@ describe('plain resolvers', () => {
     const applications = field(schema, 'User.applications');
     expect(applications.args.map((a) => a.name)).toEqual(expect.arrayContaining(['page', 'pageSize', 'filter', 'orderBy']));
     expect(applications.extensions.readCache).toBe(true);
+  });
+
+  it('stay so in the subgraph schema (GRAPHQL_FEDERATION), with every field extension of the type-graphql schema', async () => {
+    const [schema, subgraph] = await Promise.all([graphQLSchema(), graphQLSubgraphSchema()]);
+    for (const path of PER_PARENT) {
+      const { resolve, extensions } = field(subgraph, path);
+      expect({ path, same: resolve === field(schema, path).resolve, plain: resolve === extensions.plainResolver }).toEqual({ path, same: true, plain: true });
+    }
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (!(type instanceof GraphQLObjectType) || type.name.startsWith('__')) continue;
+      for (const [name, own] of Object.entries(type.getFields())) {
+        const derived = field(subgraph, `${type.name}.${name}`);
+        expect({ at: `${type.name}.${name}`, extensions: derived.extensions }).toEqual({ at: `${type.name}.${name}`, extensions: own.extensions });
+      }
+    }
   });
 
   it('maps only marked fields: an unmarked resolver stays as it was', async () => {

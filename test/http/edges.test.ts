@@ -10,8 +10,8 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-/** Sends raw bytes and reads until the server closes or `ms` pass. */
-function raw(text: string, ms = 2000): Promise<string> {
+/** Sends raw bytes and reads until the server closes the connection (each request here makes it close); fails after `ms`. */
+function raw(text: string, ms = 15_000): Promise<string> {
   const { hostname, port } = new URL(svc.url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => socket.write(text));
@@ -19,11 +19,14 @@ function raw(text: string, ms = 2000): Promise<string> {
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => (answer += chunk));
     socket.on('error', reject);
-    socket.on('close', () => resolve(answer));
-    setTimeout(() => {
+    const timer = setTimeout(() => {
       socket.destroy();
-      resolve(answer);
+      reject(new Error(`the server did not close the connection within ${ms} ms; received: ${JSON.stringify(answer)}`));
     }, ms);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(answer);
+    });
   });
 }
 

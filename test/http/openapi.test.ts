@@ -17,7 +17,7 @@ afterAll(async () => {
 
 /** Every REST route the service serves (SPEC §4 and the seed), as METHOD /template: paths as the seed writes them. */
 const ROUTES = [
-  ...['user', 'token', 'application', 'role'].flatMap((r) => [
+  ...['user', 'token', 'application', 'role', 'webhook'].flatMap((r) => [
     `get /${r}/`,
     `post /${r}/`,
     `get /${r}/{id}`,
@@ -39,6 +39,9 @@ const ROUTES = [
   'post /user/{id}/role/',
   'delete /user/{id}/role/',
   'get /audit/',
+  'post /webhook/{id}/secret',
+  'post /webhook/{id}/replay',
+  'get /webhook/{id}/delivery/',
   'delete /token/',
   'post /oauth/introspect',
   'post /oauth/revoke',
@@ -90,7 +93,7 @@ test("the seed's paths are named as the seed writes them, trailing slashes inclu
 test('every operation has one tag of the document, a summary and a description; servers, contact and license are there', async () => {
   const { body: doc } = await svc.request('GET', '/openapi.json', { token: null });
   const tags = (doc.tags as { name: string; description: string }[]).map((t) => t.name);
-  expect(tags).toEqual(['service', 'users', 'tokens', 'applications', 'roles', 'links', 'audit', 'token platform']);
+  expect(tags).toEqual(['service', 'users', 'tokens', 'applications', 'roles', 'links', 'webhooks', 'audit', 'token platform']);
   for (const tag of doc.tags) expect(tag.description).toEqual(expect.any(String));
   const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
     Object.entries(ops).map(([method, op]) => ({ operation: `${method} ${path}`, ...op })),

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { startTestService, type TestService } from '../support/service.js';
+import { untilLogged } from '../support/wait.js';
 
 /**
  * The edge of every request (src/http/middleware.ts, requestEdge): CORS around the checks, a
@@ -36,8 +37,7 @@ test('a preflight is answered 204 with the CORS headers before any check, and lo
   expect(res.status).toBe(204);
   expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
   expect(res.headers.get('access-control-allow-methods')).toContain('PATCH');
-  await new Promise((resolve) => setTimeout(resolve, 300)); // log lines leave in batches
-  const line = svc.logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.requestId === 'preflight-1');
+  const line = await untilLogged(svc, 'the preflight', (l) => l.msg === 'request' && l.requestId === 'preflight-1');
   expect(line).toMatchObject({ method: 'OPTIONS', status: 204 });
 });
 

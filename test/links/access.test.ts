@@ -133,9 +133,21 @@ describe('row locks', () => {
       try {
         await holder.execute('select id from applications where id = ? for share', [appId]);
         svc.queries.length = 0;
-        const put = await Promise.race([setRight(userId, appId, { right: 7 }), new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))]);
-        expect(put?.status).toBe(200);
-        expect(put?.body).toBe(1);
+        let answered = false;
+        const answer = setRight(userId, appId, { right: 7 }).finally(() => (answered = true));
+        // Until it is answered, PostgreSQL never shows a session of this database waiting for a lock.
+        let waited = false;
+        while (!answered && !waited) {
+          const [{ n }] = await holder.execute<{ n: number }[]>(
+            // A row lock is waited for on its holder's transaction id (no database of its own): the waiting sessions' database tells.
+            `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid where not l.granted and a.datname = current_database()`,
+          );
+          waited = Number(n) > 0;
+        }
+        expect(waited).toBe(false);
+        const put = await answer;
+        expect(put.status).toBe(200);
+        expect(put.body).toBe(1);
         expect(svc.queries.find((q) => /for update/i.test(q))).toMatch(/for update of l$/i);
       } finally {
         await holder.rollback();

@@ -1,6 +1,10 @@
-import { startTestService, type TestService } from '../support/service.js';
+import { spawn } from 'node:child_process';
+import { stripVTControlCharacters } from 'node:util';
+import { loadConfig } from '../../src/config.js';
+import { freePort, root, waitFor } from '../support/processes.js';
+import { newTestDatabase, startTestService, type TestService } from '../support/service.js';
 
-/** SPEC §8: /metrics in Prometheus format, and the request log line (pino JSON). */
+/** SPEC §8: /metrics in Prometheus format, and the request log line (pino JSON, or readable lines at a terminal). */
 let svc: TestService;
 
 beforeAll(async () => {
@@ -96,3 +100,61 @@ test('one JSON log line per request: route template, status, time, the GraphQL o
   expect(all).not.toContain(secret);
   expect(all).not.toContain(svc.adminToken);
 });
+
+test('LOG_FORMAT: unset, readable lines at a terminal and JSON anywhere else; json and pretty whatever stderr is', () => {
+  expect(loadConfig({}, true).logFormat).toBe('pretty');
+  expect(loadConfig({}, false).logFormat).toBe('json');
+  for (const terminal of [true, false]) {
+    expect(loadConfig({ LOG_FORMAT: 'json' }, terminal).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: ' Pretty ' }, terminal).logFormat).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'yaml' }, terminal)).toThrow('LOG_FORMAT must be json or pretty, got "yaml"');
+  }
+});
+
+test('LOG_FORMAT=pretty: the real service writes one readable line per event on stderr, and no JSON', async () => {
+  const database = await newTestDatabase();
+  const port = await freePort();
+  const bootstrap = `pretty-${Math.random().toString(36).slice(2)}`;
+  const child = spawn('npm', ['start', '--silent'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      ...database.env,
+      TOKEN_KEY: Buffer.alloc(32, 7).toString('base64'),
+      PORT: String(port),
+      LOG_FORMAT: 'pretty',
+      LOG_LEVEL: 'info',
+      BOOTSTRAP_TOKEN: bootstrap,
+      NO_COLOR: '1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await waitFor('the service to listen', () => stdout.includes('listening on'), 120_000);
+    expect((await fetch(`http://127.0.0.1:${port}/user/?page=1`, { headers: { Authorization: `Bearer ${bootstrap}` } })).status).toBe(200);
+    await waitFor('the request line', () => / INFO: request /.test(stderr), 30_000);
+  } finally {
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await database.drop();
+  }
+  // Colours or not (NO_COLOR), the words are the same.
+  const lines = stripVTControlCharacters(stderr).trimEnd().split('\n');
+  const time = String.raw`^\[\d{2}:\d{2}:\d{2}\.\d{3}\] `;
+  expect(lines.find((line) => line.includes(' listening '))).toMatch(
+    new RegExp(`${time}INFO: listening \\{"url":"http://127\\.0\\.0\\.1:${port}","database":"(embedded|external)"\\}$`),
+  );
+  expect(lines.find((line) => line.includes(' request '))).toMatch(new RegExp(`${time}INFO: request \\{.*"method":"GET","route":"/user","status":200,`));
+  expect(lines.at(-1)).toMatch(new RegExp(`${time}INFO: stopped$`));
+  for (const line of lines) {
+    expect(line).toMatch(new RegExp(time));
+    expect(() => JSON.parse(line)).toThrow();
+  }
+  expect(stderr).not.toContain(bootstrap);
+}, 180_000);

@@ -1,7 +1,9 @@
+import { once } from 'node:events';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { startTestService, type TestService } from '../support/service.js';
 import { svc, uniq, counted, cached, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 /**
  * REST hits are answered ahead of the Koa app (src/http/front-cache.ts): the same answer, and the
@@ -146,6 +148,15 @@ describe('cache hits and the answers they stand for', () => {
     expect(reply.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 
+  /** Whether a session waits for a lock on the tokens table of the service's database (asked on `client`, a session of it). */
+  const lookupWaits = async (client: pg.Client) =>
+    (
+      await client.query<{ n: number }>(
+        `select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
+          where not l.granted and c.relname = 'tokens' and l.database = (select oid from pg_database where datname = current_database())`,
+      )
+    ).rows[0].n > 0;
+
   // Another session holds the tokens table: the bearer lookup waits.
   (process.env.DATABASE_URL ? test : test.skip)('a mutation whose client leaves while its token is looked up still runs, as before', async () => {
     const name = uniq('left');
@@ -161,14 +172,14 @@ describe('cache hits and the answers they stand for', () => {
         `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor('the bearer lookup to wait for the lock', () => lookupWaits(blocker));
       socket.destroy();
-      await new Promise((r) => setTimeout(r, 100));
+      await once(socket, 'close'); // the client has left, the lookup still waits
       await blocker.query('commit');
     } finally {
       await blocker.end();
     }
-    for (let i = 0; i < 50 && !(await svc.sql('select 1 from roles where name = ?', [name])).length; i += 1) await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the mutation to run', async () => (await svc.sql('select 1 from roles where name = ?', [name])).length > 0);
     expect(await svc.sql('select name from roles where name = ?', [name])).toEqual([{ name }]);
   });
 
@@ -180,13 +191,18 @@ describe('cache hits and the answers they stand for', () => {
       await blocker.query('begin');
       await blocker.query('lock table tokens in access exclusive mode');
       const reply = svc.request('GET', `/role/?page=${Date.now()}`); // not cached yet
-      await new Promise((r) => setTimeout(r, 300));
+      // From when its lookup is seen waiting (it has arrived) to when the lock is let go (it cannot
+      // have been answered before): a span its logged time must cover.
+      await waitFor('the bearer lookup to wait for the lock', () => lookupWaits(blocker));
+      const waiting = performance.now();
+      await sleep(300); // the lock is held this long more
+      const letGo = performance.now();
       await blocker.query('commit');
       const { status, headers } = await reply;
       expect(status).toBe(200);
       const line = svc.logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.requestId === headers.get('x-request-id'));
       expect(line.readCache).toBe('miss');
-      expect(line.ms).toBeGreaterThanOrEqual(250);
+      expect(line.ms).toBeGreaterThanOrEqual(Math.floor(letGo - waiting));
     } finally {
       await blocker.end();
     }

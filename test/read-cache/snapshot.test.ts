@@ -4,6 +4,7 @@ import { startService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startTestService } from '../support/service.js';
 import { svc, uniq, counted, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * What the cached answers are kept under (the database snapshot), what they are never served to,
@@ -46,12 +47,16 @@ describe('the snapshot answers are kept under', () => {
     const d = new pg.Client({ connectionString: svc.config.databaseUrl });
     await Promise.all([p.connect(), d.connect()]);
     try {
+      const [{ pid }] = (await d.query<{ pid: number }>('select pg_backend_pid() as pid')).rows;
       await p.query('begin');
       await p.query('select 1 from user_applications where user_id = $1 and application_id = $2 for update', [user, app]);
       await d.query('begin');
       await d.query('update applications set deleted_at = now() where id = $1', [app]);
       const waiting = d.query('update user_applications set deleted_at = now() where application_id = $1', [app]); // waits for p
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(
+        'the delete to wait for the link’s lock',
+        async () => (await p.query<{ n: number }>('select count(*)::int as n from pg_locks where pid = $1 and not granted', [pid])).rows[0].n > 0,
+      );
       await p.query('update user_applications set "right" = 7 where user_id = $1 and application_id = $2', [user, app]);
       await p.query('commit');
       await waiting;
@@ -90,15 +95,26 @@ describe('what a cached answer is not served to', () => {
     const id = (await svc.request('POST', '/user/', { body: { firstName: 'Before', lastName: uniq('slow') } })).body;
     const body = JSON.stringify({ query: `{ user(id: ${id}) { firstName } }` });
     expect((await svc.graphql(`{ user(id: ${id}) { firstName } }`)).body.data.user.firstName).toBe('Before'); // cached
+    // Expect: 100-continue: the server answers 100 Continue as it takes the request up.
     const headers =
       `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\nAccept: application/json\r\n` +
-      `Connection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+      `Expect: 100-continue\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
     // The headers are in, the body is not, when the write commits.
-    const patched = new Promise((r) => setTimeout(r, 100)).then(() => svc.request('PATCH', `/user/${id}`, { body: { firstName: 'After' } }));
-    const answer = await rawExchange(headers, 400, body);
-    expect((await patched).status).toBe(200);
-    expect(answer).toMatch(/^HTTP\/1\.1 200/);
-    expect(answer).toContain('"firstName":"After"');
+    let patched = 0;
+    const answer = await rawExchange(
+      headers,
+      async (received) => {
+        await waitFor('100 Continue', () => received().startsWith(CONTINUE));
+        patched = (await svc.request('PATCH', `/user/${id}`, { body: { firstName: 'After' } })).status;
+      },
+      body,
+    );
+    expect(patched).toBe(200);
+    expect(answer.startsWith(CONTINUE)).toBe(true);
+    const final = answer.slice(CONTINUE.length);
+    expect(final).toMatch(/^HTTP\/1\.1 200/);
+    expect(final).toContain('"firstName":"After"');
   });
 });
 

@@ -1,11 +1,12 @@
-import { jest } from '@jest/globals';
 import type { Caller } from '../../src/auth/caller.js';
 import { ReadCache } from '../../src/read-cache/store.js';
 
 /**
  * The store's rule for standing aside, without a database: the snapshot's xmax moving up more than
  * the configured number of times in a one-second window turns it aside for the next window; a
- * quieter window turns it back. Time is jest's fake clock (performance.now).
+ * quieter window turns it back, and so do two windows without a cacheable request. Time is a
+ * clock the test steps by hand (the store's injected clock), so no outcome depends on how fast
+ * the machine is.
  */
 const caller = (xmax: number): Caller => ({
   tokenId: 1,
@@ -16,21 +17,19 @@ const caller = (xmax: number): Caller => ({
   snapshot: `${xmax}:${xmax}: 2026-11-26 00:00:00+00`,
 });
 
-beforeEach(() => {
-  jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
-  // The fake performance.now() starts at 0, where the store's first window begins: start later,
-  // as a process does, so that the first request opens a window of its own.
-  jest.advanceTimersByTime(5_000);
-});
-afterEach(() => jest.useRealTimers());
+/** A store on a clock of its own, started later than 0 as a process's is (the first request then opens a window). */
+function storeAt(threshold: number) {
+  const clock = { ms: 5_000 };
+  return { cache: new ReadCache(1 << 20, threshold, () => clock.ms), clock };
+}
 
 /** One window of one second with `moves` cacheable requests, each seeing the next xmax; what the next request is told. */
-function windowOf(cache: ReadCache, moves: number, start: { xmax: number }): boolean {
+function windowOf(cache: ReadCache, clock: { ms: number }, moves: number, start: { xmax: number }): boolean {
   for (let i = 0; i < moves; i++) {
     cache.inUse(caller(++start.xmax));
-    jest.advanceTimersByTime(1000 / moves);
+    clock.ms += 1000 / moves;
   }
-  jest.advanceTimersByTime(1);
+  clock.ms += 1;
   return cache.inUse(caller(start.xmax));
 }
 
@@ -40,21 +39,56 @@ test.each([
   [50, 40, true],
   [50, 60, false],
 ])('threshold %i moves a second: a window of %i moves leaves it in use: %s', (threshold, moves, inUse) => {
-  const cache = new ReadCache(1 << 20, threshold);
+  const { cache, clock } = storeAt(threshold);
   const at = { xmax: 100 };
   expect(cache.inUse(caller(at.xmax))).toBe(true);
-  expect(windowOf(cache, moves, at)).toBe(inUse);
+  expect(windowOf(cache, clock, moves, at)).toBe(inUse);
   // A quiet window (one request) brings it back.
-  expect(windowOf(cache, 1, at)).toBe(true);
+  expect(windowOf(cache, clock, 1, at)).toBe(true);
 });
 
 test('an older snapshot after a newer one is no move', () => {
-  const cache = new ReadCache(1 << 20, 5);
+  const { cache, clock } = storeAt(5);
   for (let i = 0; i < 20; i++) {
     cache.inUse(caller(200));
     cache.inUse(caller(199));
-    jest.advanceTimersByTime(50);
+    clock.ms += 50;
   }
-  jest.advanceTimersByTime(1);
+  clock.ms += 1;
   expect(cache.inUse(caller(200))).toBe(true);
+});
+
+test('aside lasts its whole window, however many requests come in it, and moves in it count for the next', () => {
+  const { cache, clock } = storeAt(5);
+  const at = { xmax: 100 };
+  cache.inUse(caller(at.xmax));
+  expect(windowOf(cache, clock, 10, at)).toBe(false);
+  // Within the window that follows, every request is told aside, with the snapshot still or not.
+  for (let i = 0; i < 3; i++) {
+    clock.ms += 100;
+    expect(cache.inUse(caller(at.xmax))).toBe(false);
+  }
+  // Busy again in it: the window after it stays aside.
+  for (let i = 0; i < 10; i++) expect(cache.inUse(caller(++at.xmax))).toBe(false);
+  clock.ms += 700;
+  expect(cache.inUse(caller(at.xmax))).toBe(false);
+});
+
+test('two windows without a cacheable request bring it back, whatever the moves before', () => {
+  const { cache, clock } = storeAt(5);
+  const at = { xmax: 100 };
+  cache.inUse(caller(at.xmax));
+  expect(windowOf(cache, clock, 10, at)).toBe(false);
+  for (let i = 0; i < 10; i++) cache.inUse(caller(++at.xmax));
+  clock.ms += 2_000;
+  expect(cache.inUse(caller(at.xmax))).toBe(true);
+});
+
+test('the clock alone decides: no time passing, no window closes (a busy store stays in use until it does)', () => {
+  const { cache, clock } = storeAt(5);
+  const at = { xmax: 100 };
+  cache.inUse(caller(at.xmax));
+  for (let i = 0; i < 100; i++) expect(cache.inUse(caller(++at.xmax))).toBe(true);
+  clock.ms += 1_000;
+  expect(cache.inUse(caller(at.xmax))).toBe(false);
 });

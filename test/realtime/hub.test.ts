@@ -12,6 +12,7 @@ function fakeSource() {
   let handed = 0;
   const source: EventSource = {
     handedOver: () => handed,
+    horizon: () => handed,
     listen(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

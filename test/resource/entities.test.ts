@@ -15,7 +15,7 @@ afterAll(() => svc?.stop());
 test('every entity column is a column of its migrated table, with the same nullability, and the other way round', async () => {
   const metas = [...svc.running.db.orm.getMetadata()];
   const tables = metas.map((meta) => meta.tableName);
-  expect(tables.sort()).toEqual(['applications', 'audit_events', 'roles', 'tokens', 'users']);
+  expect(tables.sort()).toEqual(['applications', 'audit_events', 'roles', 'tokens', 'users', 'webhook_deliveries', 'webhooks']);
   for (const meta of metas) {
     const fromEntity = Object.values(meta.properties)
       .map((p) => `${p.fieldNames[0]} ${p.primary || !p.nullable ? 'not null' : 'null'}`)

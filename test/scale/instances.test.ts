@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,7 +11,6 @@ import {
   listening,
   newDatabase,
   root,
-  sleep,
   startInstance,
   statusOf,
   stopInstance,
@@ -101,7 +101,11 @@ describe('a rolling restart behind haproxy (round robin, health check on /readyz
     const bootstrap = `boot-${randomBytes(12).toString('hex')}`;
     const ports = [await freePort(), await freePort()];
     const front = await freePort();
-    const env = { DATABASE_URL: db.url, BOOTSTRAP_TOKEN: bootstrap, SHUTDOWN_DRAIN_MS: '1500', LOG_LEVEL: 'warn' };
+    // The drain is the time haproxy has to see /readyz answer 503 (a check every 250 ms, one failure
+    // takes a server out): 4 s leaves room for slow checks on a busy machine. A check may take up to
+    // 5 s (timeout check) before it counts as failed: by default it has only the 250 ms interval,
+    // and a /readyz slowed by a busy machine would take a live server out.
+    const env = { DATABASE_URL: db.url, BOOTSTRAP_TOKEN: bootstrap, SHUTDOWN_DRAIN_MS: '4000', LOG_LEVEL: 'warn' };
     const instances = [await launch(env, ports[0])];
     await listening(instances[0]);
     instances.push(await launch(env, ports[1]));
@@ -110,11 +114,13 @@ describe('a rolling restart behind haproxy (round robin, health check on /readyz
       join(dir, 'haproxy.cfg'),
       `global
   maxconn 256
+  stats socket ${join(dir, 'haproxy.sock')}
 defaults
   mode http
   timeout connect 2s
   timeout client 30s
   timeout server 30s
+  timeout check 5s
   retries 0
 frontend api
   bind 127.0.0.1:${front}
@@ -129,10 +135,32 @@ ${ports.map((p, n) => `  server s${n} 127.0.0.1:${p} check`).join('\n')}
     const haproxy = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let haproxyLog = '';
     haproxy.stderr.on('data', (c: Buffer) => (haproxyLog += c.toString()));
+    /** The servers haproxy's checks find up (its stats socket's `show stat`). */
+    const upServers = () =>
+      new Promise<string[]>((resolve, reject) => {
+        const socket = connect(join(dir, 'haproxy.sock'), () => socket.end('show stat\n'));
+        let csv = '';
+        socket.on('data', (chunk: Buffer) => (csv += chunk.toString()));
+        socket.on('error', reject);
+        socket.on('end', () => {
+          const [header, ...rows] = csv.trim().split('\n');
+          const columns = header.replace(/^# /, '').split(',');
+          const [proxy, server, status] = ['pxname', 'svname', 'status'].map((name) => columns.indexOf(name));
+          resolve(
+            rows
+              .map((row) => row.split(','))
+              .filter((f) => f[proxy] === 'service' && f[server] !== 'BACKEND' && f[status] === 'UP')
+              .map((f) => f[server]),
+          );
+        });
+      });
     try {
       const base = `http://127.0.0.1:${front}`;
       await waitFor('haproxy to pass requests', async () => (await statusOf(`${base}/healthz`)) === 200);
-      await sleep(1_000); // both servers up in haproxy's checks
+      await waitFor('both servers up in haproxy’s checks', async () => {
+        const up = await upServers();
+        return up.includes('s0') && up.includes('s1');
+      });
       // Load: 8 clients, reads and writes, counting every answer that is not a success.
       let running = true;
       let ok = 0;
@@ -149,14 +177,19 @@ ${ports.map((p, n) => `  server s${n} 127.0.0.1:${p} check`).join('\n')}
           else failures.push(`${write ? 'POST' : 'GET'} ${status}`);
         }
       });
+      /** Lets the load run until `count` more requests succeeded. */
+      const served = async (count: number) => {
+        const from = ok;
+        await waitFor(`${count} more requests served`, () => ok >= from + count);
+      };
       for (const n of [0, 1]) {
-        await sleep(1_000);
+        await served(50);
         expect(await stopInstance(instances[n])).toBe(0);
         instances[n] = await launch(env, ports[n]);
         await listening(instances[n]);
-        await sleep(1_500); // haproxy's checks take it back (rise 2 × 250 ms)
+        await waitFor(`s${n} up again in haproxy’s checks`, async () => (await upServers()).includes(`s${n}`)); // rise 2 × 250 ms
       }
-      await sleep(1_000);
+      await served(50);
       running = false;
       await Promise.all(clients);
       expect({ failures, some: ok > 200 }).toEqual({ failures: [], some: true });
@@ -200,8 +233,9 @@ describe('WORKERS', () => {
       // Subscriptions on workers: sockets spread over the workers each get an event written through any.
       const sockets = Array.from({ length: 4 }, () => wsConnect(primary.url, { Authorization: `Bearer ${bootstrap}` }));
       await Promise.all(sockets.map((s) => s.opened));
-      const subs = sockets.map((s) => collect(s.client, 'subscription { roleEvents { action role { name } } }'));
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // With `after:` the newest event id, a subscription gets every later event however late it starts.
+      const [{ after }] = await adminQuery<{ after: string }>('select coalesce(max(id), 0)::text as after from audit_events', db.url);
+      const subs = sockets.map((s) => collect(s.client, 'subscription ($after: ID) { roleEvents(after: $after) { action role { name } } }', { after }));
       expect(
         await statusOf(`${primary.url}/role/`, {
           method: 'POST',
@@ -209,7 +243,7 @@ describe('WORKERS', () => {
           body: JSON.stringify({ name: 'on-workers' }),
         }),
       ).toBe(201);
-      for (const sub of subs) expect((await sub.atLeast(1, 2_000))[0].data.roleEvents).toEqual({ action: 'CREATE', role: { name: 'on-workers' } });
+      for (const sub of subs) expect((await sub.atLeast(1))[0].data.roleEvents).toEqual({ action: 'CREATE', role: { name: 'on-workers' } });
       await Promise.all(sockets.map((s) => s.client.dispose()));
       expect(await stopInstance(primary)).toBe(0);
       for (const pid of childrenOf(primary.child.pid!)) throw new Error(`worker ${pid} outlived the primary`);

@@ -4,7 +4,7 @@ import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminQuery, freePort, listening, newDatabase, startInstance, statusOf, stopInstance, waitFor, type Instance } from '../support/processes.js';
-import { bearer, collect, wsConnect } from '../support/subscriptions.js';
+import { bearer, collect, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
 
 /**
  * PgBouncer in transaction pooling mode (Debian's 1.18, no prepared-statement support), run as a
@@ -83,7 +83,7 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
   const watchers = instances.map((i) => wsConnect(i.url, bearer(bootstrap)));
   await Promise.all(watchers.map((w) => w.opened));
   const watched = watchers.map((w) => collect(w.client, 'subscription { userEvents { eventID } }'));
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await Promise.all(instances.map((i) => untilSubscriptions(i, 'userEvents'))); // each runs: every later event reaches it
   const [{ id: before }] = await adminQuery<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events', db.url);
   const statuses = new Map<number, number>();
   const count = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -113,15 +113,18 @@ test('two instances through PgBouncer in transaction mode: a mixed load gets no 
     );
   };
   await load(15);
+  // A later write (a sentinel): its event comes right after the load's on each subscriber, so
+  // none came twice and none extra.
+  const sentinel = await fetch(`${instances[0].url}/user/`, { method: 'POST', headers, body: JSON.stringify({ firstName: 'Sentinel', lastName: 'Last' }) });
+  expect(sentinel.status).toBe(201);
   // Every user event of the load reached both instances' subscribers, once each.
   const events = await adminQuery<{ id: string }>(
     `select a.id::text as id from audit_events a where a.resource = 'user' and a.id > ${before} order by a.id`,
     db.url,
   );
   for (const sub of watched) {
-    await sub.atLeast(events.length, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    // In id order, as the source hands them over.
+    await sub.atLeast(events.length, 30_000);
+    // In id order, as the source hands them over, the sentinel's last.
     expect(sub.results.map((r) => r.data.userEvents.eventID)).toEqual(events.map((e) => e.id));
   }
   await Promise.all(watchers.map((w) => w.client.dispose()));

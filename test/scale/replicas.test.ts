@@ -9,7 +9,6 @@ import {
   listening,
   newDatabase,
   postgresBin,
-  sleep,
   startInstance,
   stopInstance,
   waitFor,
@@ -124,7 +123,9 @@ describe('reads on a streaming replica', () => {
 
   test('a caught-up replica serves the reads; every write is seen by the next read (read-your-writes)', async () => {
     const { body: id } = await call('POST', '/user/', { firstName: 'Ada', lastName: 'Replica' });
-    await sleep(500);
+    await waitFor('the replica in use', async () =>
+      (await (await fetch(`${svc.url}/metrics`)).text()).includes(`db_replica_usable{replica="127.0.0.1:${replicaPort}/${db.name}"} 1`),
+    );
     for (let n = 0; n < 30; n++) {
       expect((await call('PATCH', `/user/${id}`, { lastName: `L${n}` })).status).toBe(200);
       expect((await call('GET', `/user/${id}`)).body.lastName).toBe(`L${n}`);

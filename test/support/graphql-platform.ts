@@ -8,10 +8,10 @@ import type { Permission } from '../../src/auth/caller.js';
 import { startTestService, type Reply, type TestService } from './service.js';
 
 export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
+/** Starts this file's service (with these environment settings) before its tests and stops it after them. */
+export function useService(env: Record<string, string> = {}): void {
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService(env);
   });
   afterAll(async () => {
     await svc?.stop();
@@ -29,8 +29,10 @@ export const PERMISSIONS: Permission[] = [
   'application:write',
   'role:read',
   'role:write',
+  'webhook:read',
+  'webhook:write',
 ];
-export const RESOURCES = ['user', 'token', 'application', 'role'] as const;
+export const RESOURCES = ['user', 'token', 'application', 'role', 'webhook'] as const;
 
 /** A GraphQL call that must succeed (no errors), as the admin. */
 export async function gql(query: string, variables?: Record<string, unknown>): Promise<any> {
@@ -80,9 +82,14 @@ export interface Fixture {
   token: number;
   application: number;
   role: number;
+  /** Inactive (nothing is delivered), at a name that never resolves. */
+  webhook: number;
   /** Soft-deleted records, for the restore mutations. */
-  deleted: { user: number; token: number; application: number; role: number };
+  deleted: { user: number; token: number; application: number; role: number; webhook: number };
 }
+
+/** A webhook's body for fixtures: inactive, at a name that never resolves (RFC 2606's .invalid), so nothing is ever sent. */
+export const quietWebhook = (name: string) => ({ url: `https://${name}.example.invalid/hook`, events: ['*'], active: false });
 
 /** Creates over REST as the admin; REST answers the new id as a bare number. */
 export async function adminCreate(path: string, body: unknown): Promise<number> {
@@ -98,6 +105,7 @@ export async function makeFixture(): Promise<Fixture> {
   const application = await adminCreate('/application/', { name: uniq('fixture-app') });
   const role = await adminCreate('/role/', { name: uniq('fixture-role') });
   const token = await adminCreate('/token/', { userID: owner, accessToken: uniq('fixture-token'), scope: 'openid profile' });
+  const webhook = await adminCreate('/webhook/', quietWebhook(uniq('fixture')));
   // Links answer how many were created.
   expect(await admin('POST', `/user/${user}/application/`, [application])).toBe(1);
   expect(await admin('POST', `/user/${user}/role/`, [role])).toBe(1);
@@ -106,7 +114,8 @@ export async function makeFixture(): Promise<Fixture> {
     token: await adminCreate('/token/', { userID: owner, accessToken: uniq('deleted-token'), scope: 'openid' }),
     application: await adminCreate('/application/', { name: uniq('deleted-app') }),
     role: await adminCreate('/role/', { name: uniq('deleted-role') }),
+    webhook: await adminCreate('/webhook/', quietWebhook(uniq('deleted'))),
   };
   for (const [resource, id] of Object.entries(deleted)) expect(await admin('DELETE', `/${resource}/${id}`)).toBe(1);
-  return { user, bareUser, token, application, role, deleted };
+  return { user, bareUser, token, application, role, webhook, deleted };
 }

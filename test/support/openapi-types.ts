@@ -556,6 +556,142 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description A page of live webhooks as a bare JSON array; `X-Total-Count` has the number of matches and `Link` the first, prev, next and last pages. `filter` (the expression or the JSON form), `orderBy`, `page` and `pageSize` are the list language of docs/rest.md; `deleted=only|include` lists soft-deleted webhooks too, each with `deletedAt`. Needs `webhook:read`.
+         */
+        get: operations["GET_webhook"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Creates a webhook from the writable fields of the body (others are ignored; a writable field left out takes its default). Writable fields: `url`, `events`, `description`, `active`, `secret`; `url` required. `url` must be an absolute http(s) URL whose host is no loopback, private, link-local or multicast address (unless WEBHOOK_ALLOW_PRIVATE=true); `events` lists `<resource>.<action>` patterns of the audit log. A create without `secret` gets a generated one, answered once with `Prefer: return=representation`. Answers 201 with `Location` and the new id, or the record with `Prefer: return=representation`. Needs `webhook:write`.
+         */
+        post: operations["POST_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook
+         * @description The live webhook with this id; 404 when there is none or it is deleted. Needs `webhook:read`.
+         */
+        get: operations["GET_webhook_id"];
+        /**
+         * Replace a webhook
+         * @description Writes every writable field from the body (a field left out takes its default). Writable fields: `url`, `events`, `description`, `active`, `secret`; `url` required. `url` must be an absolute http(s) URL whose host is no loopback, private, link-local or multicast address (unless WEBHOOK_ALLOW_PRIVATE=true); `events` lists `<resource>.<action>` patterns of the audit log. A create without `secret` gets a generated one, answered once with `Prefer: return=representation`. Answers `1`, or the record with `Prefer: return=representation`; 404 when no live webhook has this id. Needs `webhook:write`.
+         */
+        put: operations["PUT_webhook_id"];
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Soft-deletes the webhook: it leaves every read, list and count, and `POST /webhook/{id}/restore` brings it back. Its deliveries stop; its delivery history is kept for WEBHOOK_LOG_DAYS. Answers `1`; 404 when no live webhook has this id. Needs `webhook:write`.
+         */
+        delete: operations["DELETE_webhook_id"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some fields of a webhook
+         * @description Writes the writable fields present in the body. With `Attrs`, exactly the fields it names, from the body: a named field missing from the body takes its default, read-only names are skipped, any other name is a 400. Writable fields: `url`, `events`, `description`, `active`, `secret`. `url` must be an absolute http(s) URL whose host is no loopback, private, link-local or multicast address (unless WEBHOOK_ALLOW_PRIVATE=true); `events` lists `<resource>.<action>` patterns of the audit log. A create without `secret` gets a generated one, answered once with `Prefer: return=representation`. Answers `1` (also when nothing changed), or the record with `Prefer: return=representation`. Needs `webhook:write`.
+         */
+        patch: operations["PATCH_webhook_id"];
+        trace?: never;
+    };
+    "/webhook/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a deleted webhook
+         * @description Brings a soft-deleted webhook back; what its delete took with it stays deleted. 409 when it is not deleted. Its deliveries resume where they stopped. Answers `1`, or the record with `Prefer: return=representation`. Needs `webhook:write`.
+         */
+        post: operations["POST_webhook_id_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new secret
+         * @description The new secret is answered this once (a bare JSON string; with `Prefer: return=representation`, the webhook with its `secret`). The previous secret keeps signing beside it for 24 hours. Needs `webhook:write`.
+         */
+        post: operations["POST_webhook_id_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the events after an event id again
+         * @description Body `{"after": <eventID>}`: the webhook is delivered every matching event after it again, in order (at most 100,000 events back, else 400). Answers `1`, or the webhook with `Prefer: return=representation`. Needs `webhook:write`.
+         */
+        post: operations["POST_webhook_id_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook/{id}/delivery/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a webhook’s delivery attempts
+         * @description A page of its delivery attempts (`eventID`, `attempt`, `at`, `status`, `durationMs`, `error`, `responseBody` truncated), kept WEBHOOK_LOG_DAYS, as a bare JSON array with `X-Total-Count` and `Link`; the list language of docs/rest.md. Needs `webhook:read`.
+         */
+        get: operations["GET_webhook_id_delivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit/": {
         parameters: {
             query?: never;
@@ -744,6 +880,30 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        WebhookWithSecret: components["schemas"]["Webhook"] & {
+            /** @description the signing secret, answered this once */
+            secret: string;
+        };
+        /** @description the new signing secret, answered this once */
+        WebhookSecret: string;
+        WebhookReplay: {
+            /** @description the event id to deliver after (0: the log’s start), at most 100,000 events back */
+            after: number;
+        };
+        WebhookDelivery: {
+            id: number;
+            eventID: number;
+            /** Format: int32 */
+            attempt: number;
+            /** Format: date-time */
+            at: string;
+            /** Format: int32 */
+            status: number | null;
+            /** Format: int32 */
+            durationMs: number;
+            error: string | null;
+            responseBody: string | null;
+        };
         User: {
             id: number;
             ref: number;
@@ -907,6 +1067,71 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Webhook: {
+            id: number;
+            url: string;
+            /**
+             * @default [
+             *       "*"
+             *     ]
+             */
+            events: string[];
+            description: string | null;
+            /** @default true */
+            active: boolean;
+            disabledReason: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        WebhookCreate: {
+            url: string;
+            /**
+             * @default [
+             *       "*"
+             *     ]
+             */
+            events: string[];
+            description?: string | null;
+            /** @default true */
+            active: boolean;
+            secret?: string | null;
+            /** @description An id reserved by "apply id" and not used yet (docs/rest.md#conventions); 0 or null: the next id */
+            id?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        WebhookReplace: {
+            url: string;
+            /**
+             * @default [
+             *       "*"
+             *     ]
+             */
+            events: string[];
+            description?: string | null;
+            /** @default true */
+            active: boolean;
+            secret?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        WebhookPatch: {
+            url?: string;
+            /**
+             * @default [
+             *       "*"
+             *     ]
+             */
+            events: string[];
+            description?: string | null;
+            /** @default true */
+            active: boolean;
+            secret?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
     };
     responses: {
         /** @description Invalid input: body, field, query parameter, path id or Attrs (`details` names the fields) */
@@ -992,7 +1217,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Database unavailable (Retry-After says when to try again) */
+        /** @description Database unavailable, or every database connection busy (Retry-After says when to try again) */
         E503: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2717,6 +2942,394 @@ export interface operations {
             404: components["responses"]["E404"];
             405: components["responses"]["E405"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    GET_webhook: {
+        parameters: {
+            query?: {
+                /** @description The original's expression form (`status ge 1 and lastName ne 'x'`) or a JSON object (`{"status":{"in":[1,2]}}`); field names in any case. See the README. */
+                filter?: components["parameters"]["filter"];
+                /**
+                 * @description `field`, `field asc|desc` or `-field`, comma-separated; default `id asc`
+                 * @example createdAt desc, lastName
+                 */
+                orderBy?: components["parameters"]["orderBy"];
+                /** @description an integer, default 1; below 1 reads as 1 */
+                page?: components["parameters"]["page"];
+                /** @description an integer, default 20; below 1 reads as the default, above 1000 as 1000 */
+                pageSize?: components["parameters"]["pageSize"];
+                /** @description Soft-deleted records (any case): `only` them, or `include` them with the live ones; every record of such an answer then carries `deletedAt` (null for a live one). Left out or empty: live records only, without `deletedAt` */
+                deleted?: components["parameters"]["deleted"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of records, a bare JSON array */
+            200: {
+                headers: {
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": (components["schemas"]["Webhook"] & {
+                        /** Format: date-time */
+                        deletedAt?: string | null;
+                    })[];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    POST_webhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description The new id, or the record with Prefer: return=representation */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Id"] | components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    GET_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    PUT_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookReplace"];
+            };
+        };
+        responses: {
+            /** @description `1`, or the record with Prefer: return=representation */
+            200: {
+                headers: {
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"] | components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Created on a reserved id: `1`, or the record */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"] | components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    DELETE_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `1` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    PATCH_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description Comma-separated names of the fields to write (any case); a named field missing from the body is written as its default; read-only names are skipped */
+                Attrs?: components["parameters"]["Attrs"];
+            };
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPatch"];
+            };
+        };
+        responses: {
+            /** @description `1`, or the record with Prefer: return=representation */
+            200: {
+                headers: {
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"] | components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    POST_webhook_id_restore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `1`, or the restored record with Prefer: return=representation */
+            200: {
+                headers: {
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"] | components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            503: components["responses"]["E503"];
+        };
+    };
+    POST_webhook_id_secret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, or the webhook with it with Prefer: return=representation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"] | components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            503: components["responses"]["E503"];
+        };
+    };
+    POST_webhook_id_replay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 7240: `return=representation` answers the record instead of the id or the count */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookReplay"];
+            };
+        };
+        responses: {
+            /** @description `1`, or the webhook with Prefer: return=representation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["One"] | components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            503: components["responses"]["E503"];
+        };
+    };
+    GET_webhook_id_delivery: {
+        parameters: {
+            query?: {
+                /** @description The original's expression form (`status ge 1 and lastName ne 'x'`) or a JSON object (`{"status":{"in":[1,2]}}`); field names in any case. See the README. */
+                filter?: components["parameters"]["filter"];
+                /**
+                 * @description `field`, `field asc|desc` or `-field`, comma-separated; default `id asc`
+                 * @example createdAt desc, lastName
+                 */
+                orderBy?: components["parameters"]["orderBy"];
+                /** @description an integer, default 1; below 1 reads as 1 */
+                page?: components["parameters"]["page"];
+                /** @description an integer, default 20; below 1 reads as the default, above 1000 as 1000 */
+                pageSize?: components["parameters"]["pageSize"];
+            };
+            header?: never;
+            path: {
+                /** @description The record’s id (a malformed one is a 400, not a 404) */
+                id: components["parameters"]["id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of records, a bare JSON array */
+            200: {
+                headers: {
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            405: components["responses"]["E405"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             503: components["responses"]["E503"];

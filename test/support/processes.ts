@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { waitFor } from './wait.js';
 
 /**
  * Real processes for the scale-out tests (SPEC §11): the built service (`node dist/src/main.js`,
@@ -23,21 +24,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits until `condition` holds (polled), or fails naming what it waited for. */
-export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await condition()) return;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+export { sleep, waitFor } from './wait.js';
 
 /** A database of its own on the test server; `url` reaches it. */
 export async function newDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {

@@ -31,13 +31,14 @@ export async function counted<T>(work: () => Promise<T>): Promise<{ statements: 
  * server moves the snapshot the cache keys by (autovacuum analysing a table of another test's
  * database does, and so do the test files running beside this one on the same server), and a
  * moved snapshot is a miss: a hit is asked for again until one comes, this many times at most,
- * after a pause that grows with each attempt (a file beside this one may write for a few seconds
- * in a row: read-cache/busy.test.ts does), about 8 s in all.
+ * after a pause that grows with each attempt up to half a second (a file beside this one may
+ * write for seconds in a row, longer on a busy machine), about 17 s in all. This is the one wait
+ * on the outcome of other files: a hit needs a moment in which nothing on the server commits.
  */
-export const HIT_ATTEMPTS = 20;
+export const HIT_ATTEMPTS = 40;
 
-/** The pause before asking again after `attempt` misses: 40 ms more each time. */
-export const retryPause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, 40 * attempt));
+/** The pause before asking again after `attempt` misses: 40 ms more each time, at most 500 ms. */
+export const retryPause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.min(40 * attempt, 500)));
 
 /** A call expected to be answered from the cache: the bearer lookup alone (see HIT_ATTEMPTS). */
 export async function cached<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
@@ -50,16 +51,19 @@ export async function cached<T>(work: () => Promise<T>): Promise<{ statements: s
 
 export const PAGE = `query($name: String!) { users(filter: { lastName: { eq: $name } }) { total data { id firstName applications { data { right application { id name } } } roles { data { id name } } } } }`;
 
-/** One request written to the service's socket as given (in parts, `pause` ms apart); the raw answer. */
-export async function rawExchange(...parts: (string | number)[]): Promise<string> {
+/**
+ * One request written to the service's socket in parts: a text is written, a function is awaited
+ * before the next part (it is given what has come back so far, to wait on); the raw answer.
+ */
+export async function rawExchange(...parts: (string | ((received: () => string) => Promise<unknown>))[]): Promise<string> {
   const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
   await new Promise((r) => socket.once('connect', r));
   let answer = '';
   socket.on('data', (chunk) => (answer += chunk));
   const ended = new Promise((r) => socket.once('end', r));
   for (const part of parts) {
-    if (typeof part === 'number') await new Promise((r) => setTimeout(r, part));
-    else socket.write(part);
+    if (typeof part === 'string') socket.write(part);
+    else await part(() => answer);
   }
   await ended;
   return answer;

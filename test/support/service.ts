@@ -8,6 +8,7 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
+import type { SecretField } from '../../src/tokens/secrets.js';
 
 /**
  * Starts the real service (real Koa app over real HTTP) on a database of its own:
@@ -41,7 +42,7 @@ export interface TestService {
    */
   hmac(value: string, field?: 'accessToken' | 'refreshToken'): Buffer;
   /** The plain value of a stored ciphertext column (`access_token_cipher`, `refresh_token_cipher`). */
-  open(sealed: Buffer, field?: 'accessToken' | 'refreshToken'): string;
+  open(sealed: Buffer, field?: SecretField): string;
   /** Inserts tokens of a user straight into the table (sealed with the service's key): many, fast. */
   insertTokens(userID: number, accessTokens: readonly string[]): Promise<void>;
   /** Creates a user and a token for it with the given scope; returns the access token. */
@@ -64,6 +65,12 @@ export interface Reply {
   text: string;
 }
 
+/**
+ * A raw body as fetch takes it under both Node's and the DOM's types (Hive Gateway's types, which
+ * test/graphql/routers.test.ts reads, bring in the DOM's, whose fetch does not take a Buffer).
+ */
+const fetchBody = (raw: string | Buffer): string | Uint8Array<ArrayBuffer> => (typeof raw === 'string' ? raw : new Uint8Array(raw));
+
 const ADMIN_URL = process.env.DATABASE_URL;
 /** The empty PGlite data directory of this run, when globalSetup made one. */
 const TEMPLATE = process.env.UTS_TEST_PGLITE_TEMPLATE;
@@ -84,6 +91,9 @@ const TABLES: Record<string, string> = {
   id_reservations: 'resource, id',
   live_counts: 'table_name',
   audit_events: 'id',
+  // Not webhook_states nor webhook_deliveries: the dispatcher renews leases and records attempts on its own.
+  webhooks: 'id',
+  webhook_secrets: 'webhook_id, signs_until',
 };
 
 /**
@@ -125,7 +135,13 @@ export async function newTestDatabase(): Promise<TestDatabase> {
   return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
 }
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+/** What a test may give the service besides its environment (src/server.ts's StartOptions). */
+export interface TestServiceOptions {
+  /** The read cache's clock (busy.test.ts steps it by hand, one window at a time). */
+  readCacheClock?: () => number;
+}
+
+export async function startTestService(env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const adminToken = `admin-${randomBytes(16).toString('hex')}`;
   const database = await newTestDatabase();
   const config = loadConfig({
@@ -148,6 +164,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     createLogger(config.logLevel, (line) => logLines.push(line)),
     {
       onStatement: (sql) => queries.push(sql),
+      readCacheClock: options.readCacheClock,
     },
   );
   const base = running.url + config.basePath;
@@ -163,8 +180,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       const headers: Record<string, string> = { Accept: 'application/json', ...options.headers };
       const token = options.token === undefined ? adminToken : options.token;
       if (token !== null) headers.Authorization ??= `Bearer ${token}`;
-      let body: string | Buffer | undefined;
-      if (options.rawBody !== undefined) body = options.rawBody;
+      let body: string | Uint8Array<ArrayBuffer> | undefined;
+      if (options.rawBody !== undefined) body = fetchBody(options.rawBody);
       else if (options.body !== undefined) {
         body = JSON.stringify(options.body);
         headers['Content-Type'] ??= 'application/json';
@@ -190,7 +207,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
             : {}),
           ...options.headers,
         },
-        body: options.rawBody ?? JSON.stringify({ query, variables }),
+        body: options.rawBody === undefined ? JSON.stringify({ query, variables }) : fetchBody(options.rawBody),
       });
       const text = await response.text();
       let parsed: unknown;

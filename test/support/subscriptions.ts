@@ -1,6 +1,8 @@
 import { createClient as createSseClient, type Client as SseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket, { type ClientOptions } from 'ws';
+import type { TestService } from './service.js';
+import { waitFor } from './wait.js';
 
 /**
  * Subscription clients against a running service, as frontends use them: graphql-ws over a real
@@ -78,15 +80,41 @@ export function sseConnect(url: string, token: string | null): SseClient {
   });
 }
 
+/**
+ * The newest audit event's id (0 for none): a subscription made with `after:` it streams every
+ * change committed from now on, however long it takes to start (it replays what it missed), so a
+ * test needs no pause between subscribing and writing.
+ */
+export async function newestEventId(service: Pick<TestService, 'sql'>): Promise<string> {
+  const [row] = await service.sql<{ id: string }>('select coalesce(max(id), 0)::text as id from audit_events');
+  return row.id;
+}
+
+/** How many subscriptions of `operation` run on a service now (its /metrics gauge); `url`: the service's own. */
+export async function runningSubscriptions(service: { url: string }, operation: string): Promise<number> {
+  const metrics = await (await fetch(`${service.url}/metrics`)).text();
+  return Number(new RegExp(`^realtime_subscriptions\\{operation="${operation}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+}
+
+/**
+ * Waits until `count` subscriptions of `operation` run on a service. For a subscription without
+ * `after` (the docs' snippets): from then on it receives every event the service hands over (its
+ * connection started the event source before the subscription was made).
+ */
+export const untilSubscriptions = (service: { url: string }, operation: string, count = 1) =>
+  waitFor(`${count} ${operation} subscription(s) running`, async () => (await runningSubscriptions(service, operation)) === count);
+
 /** What one subscription received, and ways to wait for it. */
 export interface Collected {
   /** Each `next` payload: { data, errors }. */
   results: any[];
+  /** When each result arrived (Date.now()), beside `results`. */
+  receivedAt: number[];
   /** The error the subscription ended with (graphql-ws: an `error` message or a close), if any. */
   error: unknown;
   /** Resolves when the subscription ended (complete, error or close). */
   ended: Promise<void>;
-  /** Resolves once `count` results arrived (rejects after `ms`). */
+  /** Resolves once `count` results arrived (rejects after `ms`, 10 s by default, naming what came). */
   atLeast(count: number, ms?: number): Promise<any[]>;
   stop(): void;
 }
@@ -94,6 +122,7 @@ export interface Collected {
 /** Subscribes with a client of either kind and collects what comes. */
 export function collect(client: WsClient | SseClient, query: string, variables: Record<string, unknown> = {}): Collected {
   const results: any[] = [];
+  const receivedAt: number[] = [];
   let error: unknown;
   let endedResolve!: () => void;
   const ended = new Promise<void>((resolve) => (endedResolve = resolve));
@@ -104,6 +133,7 @@ export function collect(client: WsClient | SseClient, query: string, variables: 
     {
       next: (value) => {
         results.push(value);
+        receivedAt.push(Date.now());
         wake();
       },
       error: (err) => {
@@ -119,11 +149,12 @@ export function collect(client: WsClient | SseClient, query: string, variables: 
   );
   const collected: Collected = {
     results,
+    receivedAt,
     get error() {
       return error;
     },
     ended,
-    async atLeast(count, ms = 5_000) {
+    async atLeast(count, ms = 10_000) {
       const deadline = Date.now() + ms;
       while (results.length < count) {
         const left = deadline - Date.now();

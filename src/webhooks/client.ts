@@ -1,0 +1,82 @@
+import { Agent } from 'undici';
+import { pinnedLookup } from './destination.js';
+
+/**
+ * The HTTP client of deliveries: undici (Node's own fetch is built on it), one shared Agent that
+ * keeps a pool of connections per origin. Its rules (docs/rest.md#webhooks):
+ * - one attempt takes at most `timeoutMs` (10 s by default) from connecting to the last byte of the
+ *   answer read, whatever the answer does (a server that sends its headers, then trickles its body);
+ * - no redirect is followed (undici's `request` follows none): a 3xx is an answer like any other
+ *   non-2xx, a failure;
+ * - at most 64 KiB of the answer's body is read (and recorded); the rest is not;
+ * - unless private destinations are allowed, every connection goes to an address the connector's
+ *   own DNS lookup checked (src/webhooks/destination.ts).
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export interface Attempt {
+  /** The HTTP status, or null when no answer came. */
+  status: number | null;
+  /** The first 64 KiB of the answer's body (UTF-8), or null. */
+  body: string | null;
+  /** Why it failed without an answer (timeout, connection error). */
+  error: string | null;
+}
+
+export interface DeliveryClient {
+  post(url: URL, headers: Record<string, string>, body: string): Promise<Attempt>;
+  close(): Promise<void>;
+}
+
+/** What a failure without an answer is called in the history: the error's code (ECONNREFUSED, ENOTFOUND, …), never its message's details. */
+function failureOf(err: unknown, timedOut: boolean): string {
+  if (timedOut) return 'timeout';
+  const error = err as { code?: string; name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } };
+  // A refused destination (the connector's lookup) says which address and why.
+  const refused = [error, error?.cause].find((e) => e?.name === 'RefusedDestination');
+  if (refused) return `refused: ${refused.message}`;
+  return error?.code ?? error?.cause?.code ?? error?.name ?? 'connection failed';
+}
+
+export function deliveryClient(options: { timeoutMs: number; allowPrivate: boolean }): DeliveryClient {
+  const { timeoutMs } = options;
+  const agent = new Agent({
+    connect: { timeout: timeoutMs, ...(options.allowPrivate ? {} : { lookup: pinnedLookup(timeoutMs) }) },
+    keepAliveTimeout: 30_000,
+    // Deliveries to one endpoint go one at a time; a few connections per origin serve several endpoints there.
+    connections: 8,
+  });
+  return {
+    async post(url, headers, body) {
+      const signal = AbortSignal.timeout(timeoutMs);
+      // The status once the headers are in: an answer whose body then fails (or outlasts the
+      // attempt) is still the answer given, with what of its body was read.
+      let status: number | null = null;
+      const chunks: Buffer[] = [];
+      try {
+        const answer = await agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers,
+          body,
+          signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+        status = answer.statusCode;
+        let size = 0;
+        for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+          const room = MAX_RESPONSE_BYTES - size;
+          chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+          size += Math.min(chunk.length, room);
+          if (size >= MAX_RESPONSE_BYTES) break; // leaving the loop destroys the rest of the body
+        }
+        return { status: answer.statusCode, body: Buffer.concat(chunks).toString('utf8'), error: null };
+      } catch (err) {
+        return { status, body: status === null ? null : Buffer.concat(chunks).toString('utf8'), error: failureOf(err, signal.aborted) };
+      }
+    },
+    close: () => agent.close(),
+  };
+}

@@ -1,0 +1,96 @@
+import type { LookupAddress } from 'node:dns';
+import { Webhook } from 'standardwebhooks';
+import { pinnedLookup, refusedRange, urlProblem } from '../../src/webhooks/destination.js';
+import { EVENT_PATTERN, matches } from '../../src/webhooks/patterns.js';
+import { nextAttempt, retryDelay } from '../../src/webhooks/schedule.js';
+import { newSecret, signedHeaders, signersOf } from '../../src/webhooks/signing.js';
+
+/** The webhooks' pure rules, without a database or a service: addresses, patterns, the retry schedule, signatures. */
+
+describe('destinations', () => {
+  test.each([
+    ['127.0.0.1', 'loopback'],
+    ['10.0.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'linkLocal'],
+    ['224.0.0.251', 'multicast'],
+    ['0.0.0.0', 'unspecified'],
+    ['255.255.255.255', 'broadcast'],
+    ['192.0.2.1', 'reserved'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fe80::1', 'linkLocal'],
+    ['fc00::1', 'uniqueLocal'],
+    ['ff02::1', 'multicast'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['93.184.215.14', null],
+    ['2606:4700::1111', null],
+  ])('%s: %s', (address, range) => {
+    expect(refusedRange(address)).toBe(range);
+  });
+
+  test('the connector’s lookup refuses a name that resolves to a private address, and answers only checked addresses', async () => {
+    const lookup = pinnedLookup(5_000);
+    const ask = (options: object) =>
+      new Promise<{ err: NodeJS.ErrnoException | null; address: string | LookupAddress[] }>((resolve) =>
+        lookup('localhost', options as never, ((err: NodeJS.ErrnoException | null, address: string | LookupAddress[]) => resolve({ err, address })) as never),
+      );
+    for (const options of [{}, { all: true }, { family: 4 }]) {
+      const { err } = await ask(options);
+      expect(err?.name).toBe('RefusedDestination');
+      expect(err?.message).toMatch(/^localhost is (127\.0\.0\.1|::1), a loopback address/);
+    }
+    const literal = await new Promise<{ err: unknown; address: unknown }>((resolve) =>
+      lookup('2606:4700::1111', { all: true } as never, ((err: unknown, address: unknown) => resolve({ err, address })) as never),
+    );
+    expect(literal).toEqual({ err: null, address: [{ address: '2606:4700::1111', family: 6 }] });
+  });
+
+  test('urls: their form always; their host unless private destinations are allowed', async () => {
+    expect(await urlProblem('http://127.0.0.1/', true)).toBeNull();
+    expect(await urlProblem('http://127.0.0.1/', false)).toMatch(/loopback/);
+    expect(await urlProblem('ftp://a.example.invalid/', true)).toMatch(/http/);
+    expect(await urlProblem('https://a:b@a.example.invalid/', true)).toMatch(/user name or password/);
+    expect(await urlProblem('https://a.example.invalid/', false)).toBeNull();
+  });
+});
+
+test('event patterns: the audit log’s resources and actions, * for either', () => {
+  for (const ok of ['*', 'user.*', '*.revoke', 'application_link.right', 'webhook.patch']) expect(EVENT_PATTERN.test.test(ok)).toBe(true);
+  for (const bad of ['', 'user', 'user.', '.create', 'users.create', 'user.created', 'user.*.*', '**', 'USER.create'])
+    expect(EVENT_PATTERN.test.test(bad)).toBe(false);
+  expect(matches(['user.*'], 'user', 'patch')).toBe(true);
+  expect(matches(['*.revoke'], 'token', 'revoke')).toBe(true);
+  expect(matches(['token.revoke', 'role.*'], 'token', 'delete')).toBe(false);
+  expect(matches([], 'user', 'create')).toBe(false);
+});
+
+describe('the retry schedule', () => {
+  const schedule = [5_000, 30_000, 120_000, 600_000, 3_600_000];
+  test('each delay within ±20 % of its step; past the last step, the last repeats', () => {
+    expect(retryDelay(schedule, 1, () => 0)).toBe(4_000);
+    expect(retryDelay(schedule, 1, () => 1)).toBe(6_000);
+    expect(retryDelay(schedule, 2, () => 0.5)).toBe(30_000);
+    expect(retryDelay(schedule, 5, () => 0.5)).toBe(3_600_000);
+    expect(retryDelay(schedule, 40, () => 0.5)).toBe(3_600_000);
+  });
+  test('attempts until the window ends (the last at its end), then none', () => {
+    const options = { schedule, retryMs: 24 * 3_600_000 };
+    const since = Date.parse('2026-11-20T00:00:00Z');
+    expect(nextAttempt(options, 1, since, since + 1_000)).toBeGreaterThan(since + 1_000);
+    expect(nextAttempt(options, 30, since, since + 23.9 * 3_600_000)).toBe(since + 24 * 3_600_000);
+    expect(nextAttempt(options, 31, since, since + 24 * 3_600_000)).toBeNull();
+  });
+});
+
+test('signatures: one per secret, each verified by standardwebhooks with its secret', () => {
+  const [current, previous] = [newSecret(), newSecret()];
+  expect(current).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+  const body = JSON.stringify({ type: 'user.create', timestamp: new Date().toISOString(), data: { id: 9 } });
+  const headers = signedHeaders(signersOf([current, previous]), 9, new Date(), body);
+  expect(headers['webhook-id']).toBe('9');
+  expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+  for (const secret of [current, previous]) expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+  expect(() => new Webhook(newSecret()).verify(body, headers)).toThrow();
+});
