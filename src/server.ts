@@ -5,7 +5,8 @@ import { ensureFirstToken } from './auth/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
-import { graphQLSchema } from './graphql/schema.js';
+import { createGate } from './graphql/gate.js';
+import { graphQLSchema, graphQLSubgraphSchema } from './graphql/schema.js';
 import { createGraphQL } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
@@ -125,14 +126,23 @@ export async function startService(config: Config, log: Logger = createLogger(co
     events = openEventSource({ sql: db.sql, log });
     const eventSource = events;
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
-    const schema = await graphQLSchema();
-    const sse = sseEndpoint({ schema, db, services, hub, log });
+    // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each, on the schema
+    // /graphql serves (the subgraph's with GRAPHQL_FEDERATION: subscriptions are in it too).
+    const gate = await createGate({
+      schema: config.graphqlFederation ? await graphQLSubgraphSchema() : await graphQLSchema(),
+      introspection: config.graphqlIntrospection,
+      log,
+      metrics: metrics?.trustedDocuments ?? null,
+      trustedDocuments: { path: config.graphqlTrustedDocuments, mode: config.graphqlTrustedDocumentsMode },
+    });
+    const sse = sseEndpoint({ gate, db, services, hub, log });
     const graphql = await createGraphQL({
       db,
       services,
       log,
       introspection: config.graphqlIntrospection,
       federation: config.graphqlFederation,
+      gate,
       readCache,
       sse,
     });
@@ -143,7 +153,7 @@ export async function startService(config: Config, log: Logger = createLogger(co
     // which answers the JSON 400.
     server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
     const webSockets = attachWebSockets(server, {
-      schema,
+      gate,
       db,
       services,
       hub,

@@ -5,6 +5,7 @@ import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { UserRecord } from '../users/user.resource.js';
+import type { Admitted } from './gate.js';
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
@@ -21,6 +22,8 @@ export interface GraphQLContext {
   /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
   reads: Sql;
   loaders: Loaders;
+  /** What the gate admitted (src/graphql/gate.ts): the document, operation and variables the executor runs. */
+  admitted?: Admitted;
   /** The HTTP request's state, where the operation's name and type are noted for the request log (and an overloaded 503 for the outage log). */
   http?: { graphql?: { name: string | null; type: string }; overloaded?: boolean };
 }

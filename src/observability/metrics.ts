@@ -18,8 +18,19 @@ export interface Metrics {
   endpoint: Middleware<AppState>;
   /** The subscriptions' (src/realtime/). */
   realtime: RealtimeMetrics;
+  /** Operations outside the trusted documents (src/graphql/gate.ts). */
+  trustedDocuments: TrustedDocumentMetrics;
   /** The webhooks' deliveries (src/webhooks/). */
   webhooks: WebhookMetrics;
+}
+
+/**
+ * Operations outside the list of trusted documents, by transport and outcome: `logged` (run, in
+ * log mode), `refused` (enforce mode; an unknown id in either), `explorer` (a full text from a
+ * token holding `*`, run in enforce mode).
+ */
+export interface TrustedDocumentMetrics {
+  outside(transport: 'post' | 'get' | 'ws' | 'sse', outcome: 'logged' | 'refused' | 'explorer'): void;
 }
 
 /** Where webhook endpoints stand, read from the database when /metrics is asked (src/webhooks/standing.ts). */
@@ -140,6 +151,12 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     labelNames: ['transport', 'reason'] as const,
     registers: [registry],
   });
+  const untrusted = new Counter({
+    name: 'graphql_untrusted_operations_total',
+    help: 'GraphQL operations outside the trusted documents (GRAPHQL_TRUSTED_DOCUMENTS), by transport and outcome (logged, refused, explorer)',
+    labelNames: ['transport', 'outcome'] as const,
+    registers: [registry],
+  });
   // Series that exist from the start, so that a dashboard sees zeros rather than nothing.
   for (const transport of ['ws', 'sse']) connections.set({ transport }, 0);
 
@@ -188,6 +205,7 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
   });
 
   return {
+    trustedDocuments: { outside: (transport, outcome) => untrusted.inc({ transport, outcome }) },
     webhooks: {
       attempt: (result) => webhookAttempts.inc({ result }),
       delivered: (outcome) => webhookDeliveries.inc({ outcome }),
