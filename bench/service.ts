@@ -26,9 +26,9 @@ export async function memoryOf(pid: number): Promise<{ rssMiB: number; peakMiB: 
   return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 };
 }
 
-/** Starts `node dist/src/main.js` and resolves once it listens. */
-async function startService(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts `node dist/src/main.js` (of the build in `cwd`: this one by default) and resolves once it listens. */
+async function startService(env: Record<string, string>, cwd?: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['dist/src/main.js'], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -46,7 +46,8 @@ export interface BenchService {
   stop(): Promise<void>;
 }
 
-export async function benchService(env: Record<string, string>): Promise<BenchService> {
+/** `cwd`: the directory of another build to run (a baseline to compare with), else this one. */
+export async function benchService(env: Record<string, string>, cwd?: string): Promise<BenchService> {
   const adminUrl = process.env.DATABASE_URL;
   const port = await freePort();
   let dataDir: string | undefined;
@@ -64,13 +65,16 @@ export async function benchService(env: Record<string, string>): Promise<BenchSe
   } else {
     dataDir = await mkdtemp(join(tmpdir(), 'uts-bench-'));
   }
-  const child = await startService({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    // A key of its own (SPEC §9); the embedded database would otherwise make a key file.
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl, TOKEN_KEY: randomBytes(32).toString('base64') } : { DATA_DIR: dataDir! }),
-    ...env,
-  });
+  const child = await startService(
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      // A key of its own (SPEC §9); the embedded database would otherwise make a key file.
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl, TOKEN_KEY: randomBytes(32).toString('base64') } : { DATA_DIR: dataDir! }),
+      ...env,
+    },
+    cwd,
+  );
   return {
     base: `http://127.0.0.1:${port}`,
     child,

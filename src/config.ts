@@ -37,6 +37,13 @@ export interface Config {
   /** Introspection and Apollo Sandbox on GET /graphql: on outside production, else GRAPHQL_INTROSPECTION=true. */
   graphqlIntrospection: boolean;
   /**
+   * GRAPHQL_TRUSTED_DOCUMENTS: the file listing the operations clients may run (docs/graphql.md#trusted-documents);
+   * undefined: any operation runs, and automatic persisted queries work as Apollo Server's.
+   */
+  graphqlTrustedDocuments: string | undefined;
+  /** GRAPHQL_TRUSTED_DOCUMENTS_MODE: `enforce` (the default) refuses what is not listed; `log` runs it, logs and counts it. */
+  graphqlTrustedDocumentsMode: 'enforce' | 'log';
+  /**
    * GRAPHQL_FEDERATION: /graphql serves the schema as an Apollo Federation 2 subgraph (`_service`,
    * `_entities`, entities keyed by id; docs/graphql.md#behind-a-router). Off: schema.graphql as it is.
    */
@@ -209,6 +216,13 @@ function corsOrigins(raw: string | undefined): Config['corsOrigins'] {
   return origins;
 }
 
+function trustedDocumentsMode(raw: string | undefined): Config['graphqlTrustedDocumentsMode'] {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '' || value === 'enforce') return 'enforce';
+  if (value === 'log') return 'log';
+  throw new ConfigError(`GRAPHQL_TRUSTED_DOCUMENTS_MODE must be enforce or log, got "${raw}"`);
+}
+
 function pooler(raw: string | undefined): Config['pooler'] {
   const value = (raw ?? '').trim().toLowerCase();
   if (value === '' || value === 'session') return 'session';
@@ -296,6 +310,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, terminal: boole
     bootstrapToken,
     production: env.NODE_ENV === 'production',
     graphqlIntrospection: flag(env, 'GRAPHQL_INTROSPECTION', env.NODE_ENV !== 'production'),
+    graphqlTrustedDocuments: env.GRAPHQL_TRUSTED_DOCUMENTS?.trim() || undefined,
+    graphqlTrustedDocumentsMode: trustedDocumentsMode(env.GRAPHQL_TRUSTED_DOCUMENTS_MODE),
     graphqlFederation: flag(env, 'GRAPHQL_FEDERATION', false),
     logLevel,
     logFormat: logFormat(env.LOG_FORMAT, terminal),

@@ -5,6 +5,7 @@ import { ensureFirstToken } from './tokens/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
+import { createGate } from './graphql/gate.js';
 import { createGraphQL, type GraphQLEndpoint } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
@@ -183,16 +184,23 @@ async function buildHttp(config: Config, log: Logger, db: Database, services: Se
   const events = openEventSource({ sql: db.sql, log });
   try {
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
-    const schema = await serviceSchema(modules);
-    const sse = sseEndpoint({ schema, db, services, hub, log });
-    // Subscriptions stay on the type-graphql schema (over SSE and WebSocket); a subgraph serves the rest.
+    // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each, on the schema
+    // /graphql serves (the subgraph's with GRAPHQL_FEDERATION: subscriptions are in it too).
+    const gate = await createGate({
+      schema: config.graphqlFederation ? await serviceSubgraphSchema(modules) : await serviceSchema(modules),
+      introspection: config.graphqlIntrospection,
+      log,
+      metrics: metrics?.trustedDocuments ?? null,
+      trustedDocuments: { path: config.graphqlTrustedDocuments, mode: config.graphqlTrustedDocumentsMode },
+    });
+    const sse = sseEndpoint({ gate, db, services, hub, log });
     const graphql = await createGraphQL({
-      schema: config.graphqlFederation ? await serviceSubgraphSchema(modules) : schema,
-      federation: config.graphqlFederation,
       db,
       services,
       log,
       introspection: config.graphqlIntrospection,
+      federation: config.graphqlFederation,
+      gate,
       readCache,
       sse,
     });
@@ -203,7 +211,7 @@ async function buildHttp(config: Config, log: Logger, db: Database, services: Se
     // which answers the JSON 400.
     const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
     const webSockets = attachWebSockets(server, {
-      schema,
+      gate,
       db,
       services,
       hub,

@@ -1,17 +1,24 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
-import type { Keyring } from '../db/keyring.js';
 import { headerCount, headerText } from '../shared/headers.js';
 import { bearerOf } from './bearer.js';
 import { parseScopes, type Caller } from './caller.js';
 
 /**
+ * What makes a token live, written once: not deleted, not expired, and owned by a user who is not
+ * deleted (`t` the token's row, `u` its user's), so deleting or expiring a token, or deleting its
+ * user, takes effect on the next request, and closes the subscriptions it opened (src/realtime/hub.ts).
+ */
+const LIVE = `t.deleted_at is null and u.deleted_at is null
+     and (t.expire_at is null or t.expire_at > now())`;
+const TOKEN_AND_USER = 'tokens t join users u on u.id = t.user_id';
+
+/**
  * The live token behind a bearer value, in one indexed statement: the keyed hash (HMAC-SHA-256,
  * docs/operations.md#secrets-at-rest) of the value against the unique index of live tokens, joined to its user. During a key
  * rotation the value's hash under TOKEN_KEY_PREVIOUS is matched too (`in` of two: still one
- * statement on the same index). Valid means: not deleted, not expired, and owned by a user who is
- * not deleted, so deleting or expiring a token takes effect on the next request.
+ * statement on the same index).
  *
  * With the read cache on, the same statement reads the database's snapshot (which transactions
  * have committed, and the server's start), the cache's freshness check (src/read-cache/store.ts):
@@ -28,12 +35,32 @@ const liveTokenSql = (keys: number, snapshot: boolean, floor: boolean) => `selec
          pg_current_wal_flush_lsn()::text as floor`
     : ''
 }
-    from tokens t join users u on u.id = t.user_id
+    from ${TOKEN_AND_USER}
    where t.access_token_hmac ${keys === 1 ? '= ?' : `in (${Array(keys).fill('?').join(', ')})`}
-     and t.deleted_at is null and u.deleted_at is null
-     and (t.expire_at is null or t.expire_at > now())`;
+     and ${LIVE}`;
 /** By number of keys held (one, or two during a rotation), then by what else is read: the snapshot (bit 1), the read floor (bit 2). */
 const LIVE_TOKEN = [1, 2].map((keys) => [0, 1, 2, 3].map((what) => liveTokenSql(keys, (what & 1) !== 0, (what & 2) !== 0)));
+
+/**
+ * Of these token ids, those still live, with their expiry (null: none): how open connections learn
+ * that their token ended (src/realtime/hub.ts), by the same rule a request's token is checked by.
+ */
+export async function liveTokenExpiries(sql: Sql, tokenIds: readonly number[]): Promise<Map<number, number | null>> {
+  if (!tokenIds.length) return new Map();
+  const live = await sql.rows<{ id: number; expire_at: string | Date | null }>(
+    `select t.id, t.expire_at from ${TOKEN_AND_USER} where t.id = any(?::bigint[]) and ${LIVE}`,
+    [`{${tokenIds.join(',')}}`],
+  );
+  return new Map(live.map((r) => [Number(r.id), r.expire_at === null ? null : new Date(r.expire_at).getTime()]));
+}
+
+/**
+ * The keyed hashes of a secret under every key the service holds (the tokens' keyring,
+ * src/db/keyring.ts, is one): what a bearer value is looked up by.
+ */
+export interface SecretHashes {
+  hashes(field: 'accessToken', value: string): Buffer[];
+}
 
 /** What the token lookup reads besides the token. */
 export interface LookupExtras {
@@ -59,7 +86,7 @@ export interface LiveToken {
  * The live token with this access token value, or null: the lookup of every request, also used
  * to introspect and revoke a token by its value (RFC 7662, RFC 7009).
  */
-export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value: string, extras: LookupExtras = {}): Promise<LiveToken | null> {
+export async function liveTokenByValue(db: { sql: Sql; keyring: SecretHashes }, value: string, extras: LookupExtras = {}): Promise<LiveToken | null> {
   if (value.length === 0 || value.length > 1024) return null;
   const hashes = db.keyring.hashes('accessToken', value);
   const what = (extras.snapshot ? 1 : 0) | (extras.floor ? 2 : 0);
@@ -76,20 +103,33 @@ export async function liveTokenByValue(db: { sql: Sql; keyring: Keyring }, value
 }
 
 /**
- * The caller behind an Authorization header (401 otherwise), carrying the request's id for the
- * audit log and, as `extras` asks, the snapshot its answers are kept under (the read cache is on)
- * and its read floor (replicas serve reads).
+ * A request's credential, whatever carries it: an HTTP request's headers, a WebSocket's
+ * connection_init payload (src/realtime/ws.ts), an event stream's request.
  */
-export async function authenticate(
-  db: { sql: Sql; keyring: Keyring },
-  header: string | undefined,
-  client: string,
-  requestId: string,
-  extras: LookupExtras,
-): Promise<Caller> {
-  const token = await liveTokenByValue(db, bearerOf(header), extras);
+export interface Credential {
+  /** The Authorization value (`Bearer <accessToken>`); undefined when none was sent. */
+  authorization: string | undefined;
+  /** The calling client (clientOf), recorded with the tokens it creates. */
+  client: string;
+  /** The request's (or connection's) X-Request-Id, for the audit log. */
+  requestId: string;
+}
+
+/**
+ * The caller behind a credential (401 otherwise), on every transport: REST, GraphQL over HTTP,
+ * WebSocket and Server-Sent Events. As `extras` asks, it carries the snapshot its answers are
+ * kept under (the read cache is on) and its read floor (replicas serve reads).
+ */
+export async function authenticate(db: { sql: Sql; keyring: SecretHashes }, credential: Credential, extras: LookupExtras = {}): Promise<Caller> {
+  const token = await liveTokenByValue(db, bearerOf(credential.authorization), extras);
   if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', 'invalid');
-  const caller: Caller = { tokenId: token.tokenId, userId: token.userId, scopes: parseScopes(token.scope), client, requestId };
+  const caller: Caller = {
+    tokenId: token.tokenId,
+    userId: token.userId,
+    scopes: parseScopes(token.scope),
+    client: credential.client,
+    requestId: credential.requestId,
+  };
   if (token.snapshot) caller.snapshot = token.snapshot;
   if (token.floor) caller.readFloor = token.floor;
   return caller;

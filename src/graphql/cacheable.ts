@@ -1,6 +1,4 @@
-import { getNamedType, isLeafType, Kind, parse, TypeInfo, visit, visitWithTypeInfo, type GraphQLSchema } from 'graphql';
-import { LRUCache } from 'lru-cache';
-import { GRAPHQL_LIMITS } from './limits.js';
+import { getNamedType, isLeafType, Kind, TypeInfo, visit, visitWithTypeInfo, type DocumentNode, type GraphQLSchema } from 'graphql';
 
 /**
  * Which GraphQL fields may be answered from the read cache, declared where each field is defined:
@@ -12,16 +10,10 @@ import { GRAPHQL_LIMITS } from './limits.js';
 export const CACHEABLE = { readCache: true } as const;
 
 /**
- * Whether every operation of a document is a query and every field it selects is declared
- * cacheable (`__typename` always is). An invalid document is not (it never gets a clean answer).
+ * Whether every operation of a (valid) document is a query and every field it selects is declared
+ * cacheable (`__typename` always is). The gate asks once per document text (src/graphql/documents.ts).
  */
-export function isCacheableDocument(schema: GraphQLSchema, query: string): boolean {
-  let document;
-  try {
-    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: true });
-  } catch {
-    return false;
-  }
+export function isCacheableDocument(schema: GraphQLSchema, document: DocumentNode): boolean {
   const typeInfo = new TypeInfo(schema);
   let cacheable = document.definitions.every((d) => d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION);
   visit(
@@ -45,22 +37,5 @@ export function isCacheableDocument(schema: GraphQLSchema, query: string): boole
   return cacheable;
 }
 
-/** Query texts longer than this are not cached (nor remembered): a few directory queries are. */
+/** Query texts longer than this are not cached: a few directory queries are. */
 export const MAX_CACHED_QUERY = 16 * 1024;
-
-/** Whether query texts are cacheable documents, walked once per text (an LRU bounded by the texts' length). */
-export class CacheableDocuments {
-  private readonly known = new LRUCache<string, boolean>({ maxSize: 2 * 1024 * 1024, sizeCalculation: (_, text) => text.length });
-
-  constructor(private readonly schema: GraphQLSchema) {}
-
-  test(query: string): boolean {
-    if (query.length > MAX_CACHED_QUERY) return false;
-    let cacheable = this.known.get(query);
-    if (cacheable === undefined) {
-      cacheable = isCacheableDocument(this.schema, query);
-      this.known.set(query, cacheable);
-    }
-    return cacheable;
-  }
-}

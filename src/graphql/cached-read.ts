@@ -1,8 +1,7 @@
-import type { GraphQLSchema } from 'graphql';
 import type { Caller } from '../auth/caller.js';
 import type { AppContext } from '../http/context.js';
 import { ownBytes, type ReadCache } from '../read-cache/store.js';
-import { CacheableDocuments } from './cacheable.js';
+import { MAX_CACHED_QUERY } from './cacheable.js';
 
 /** A clean answer as Apollo made it, and the operation it ran (for the request log and metrics). */
 interface KeptAnswer {
@@ -25,21 +24,17 @@ interface KeptAnswer {
  * id, and a FORBIDDEN one depends on the scopes.
  */
 export class GraphQLReadCache {
-  private readonly documents: CacheableDocuments;
+  constructor(private readonly store: ReadCache) {}
 
-  constructor(
-    schema: GraphQLSchema,
-    private readonly store: ReadCache,
-  ) {
-    this.documents = new CacheableDocuments(schema);
-  }
-
-  /** The key of a request's answer, or null when it may not be cached. */
-  keyOf(ctx: AppContext, caller: Caller | null, query: unknown, raw: string | undefined): string | null {
-    if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || typeof query !== 'string' || raw === undefined) return null;
+  /**
+   * The key of a request's answer, or null when it may not be cached. `document` is what the gate
+   * admitted (src/graphql/gate.ts): its text, and whether its every field is cacheable.
+   */
+  keyOf(ctx: AppContext, caller: Caller | null, document: { source: string; cacheable: boolean } | null, raw: string | undefined): string | null {
+    if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || !document || raw === undefined) return null;
     // A router asking a subgraph for Apollo's inline trace gets the timing of this very run in the answer.
     if (ctx.get('apollo-federation-include-trace')) return null;
-    if (!this.documents.test(query)) return null;
+    if (!document.cacheable || document.source.length > MAX_CACHED_QUERY) return null;
     if (!this.store.inUse(caller)) {
       ctx.state.readCache = 'aside';
       return null;

@@ -4,6 +4,7 @@ import type { Caller } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import type { RecordOf, Resource } from '../resource/resource.js';
+import type { Admitted } from './gate.js';
 
 /**
  * The services of the modules (src/modules.ts), each under its module's key (`users`), built once
@@ -54,6 +55,8 @@ export interface GraphQLContext {
   /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
   reads: Sql;
   loaders: Loaders;
+  /** What the gate admitted (src/graphql/gate.ts): the document, operation and variables the executor runs. */
+  admitted?: Admitted;
   /** The HTTP request's state, where the operation's name and type are noted for the request log (and an overloaded 503 for the outage log). */
   http?: { graphql?: { name: string | null; type: string }; overloaded?: boolean };
 }

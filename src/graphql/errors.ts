@@ -1,7 +1,7 @@
-import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import {
   BREAK,
+  coerceInputValue,
   getNamedType,
   GraphQLError,
   isEnumType,
@@ -21,10 +21,10 @@ import {
   type GraphQLFormattedError,
   type GraphQLInputType,
   type GraphQLSchema,
+  type OperationDefinitionNode,
+  typeFromAST,
 } from 'graphql';
 import { AppError, asAppError, type ErrorCode } from '../errors.js';
-import type { Logger } from '../observability/log.js';
-import type { GraphQLContext } from './context.js';
 import { DateTime } from './scalars.js';
 
 /**
@@ -259,7 +259,10 @@ const INT32 = 2n ** 31n;
 /**
  * Why a literal does not fit a type, in the words graphql-js and graphql-scalars use but without
  * the literal: known from the type expected and the literal's kind (our own DateTime says why
- * itself, and never repeats a value).
+ * itself, and never repeats a value). Written out here because graphql-js has no public way to say
+ * why a literal does not fit without printing it: its scalars' parseLiteral errors, which
+ * ValuesOfCorrectTypeRule reports as they are (GraphQLError.originalError included), end with the
+ * literal itself, and cutting that off would rely on their message texts.
  */
 function literalReason(type: GraphQLInputType, node: ASTNode): string {
   if (node.kind === Kind.NULL) return `Expected value of type "${String(type)}", found null.`;
@@ -325,9 +328,16 @@ export function noteValueProblems(schema: GraphQLSchema, document: DocumentNode,
 }
 
 /**
+ * What an HTTP status an error asks for (Apollo's convention: `extensions.http.status`) means as a
+ * code: Apollo's own BAD_REQUEST for a wrong method (a mutation over GET: 405) or media type (a GET
+ * with a Content-Type other than JSON: 415) gets the code that status has everywhere else.
+ */
+const CODE_OF_STATUS: Readonly<Record<number, string>> = { 405: 'METHOD_NOT_ALLOWED', 415: 'UNSUPPORTED_MEDIA_TYPE' };
+
+/**
  * Apollo's formatError: service errors keep their message and code; GraphQL's own errors pass
  * through, without echoed values (see above), naming the argument or variable they are about;
- * anything else is an INTERNAL_SERVER_ERROR that says nothing of its cause (the errors plugin logs it).
+ * anything else is an INTERNAL_SERVER_ERROR that says nothing of its cause (the gate logs it).
  */
 export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const known = asAppError(unwrapResolverError(error));
@@ -340,52 +350,81 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   if (code === 'GRAPHQL_PARSE_FAILED' && error instanceof GraphQLError) {
     return { ...formatted, message: syntaxMessage(formatted, error.source?.body, error.positions?.[0]), extensions };
   }
-  // A value that does not fit (the errors plugin found where, and what is wrong): in an argument,
-  // the caller's input; in a variable's default value, the document's mistake.
+  // A value that does not fit (the gate found where, and what is wrong): in an argument, the
+  // caller's input; in a variable's default value, the document's mistake.
   if (typeof extensions.valueField === 'string') {
     const { valueField, valueProblem: problem, inDefault, ...rest } = extensions;
     const message = typeof problem === 'string' ? problem : formatted.message;
     if (inDefault) return { ...formatted, message, extensions: rest };
     return { ...formatted, message, extensions: { ...rest, code: 'BAD_USER_INPUT', ...naming(message, valueField) } };
   }
+  const status = httpStatusOf(error);
+  if (code === 'BAD_REQUEST' && status !== undefined && CODE_OF_STATUS[status])
+    return { ...formatted, extensions: { ...extensions, code: CODE_OF_STATUS[status] } };
   if (code && code !== 'INTERNAL_SERVER_ERROR') return { ...formatted, extensions };
+  // An error without a code that asks for a 4xx (Apollo's own "Unsupported persisted query
+  // version", "provided sha does not match query"): the client's mistake, said as it is.
+  if (status !== undefined && status < 500) return { ...formatted, extensions: { ...extensions, code: 'BAD_REQUEST' } };
   return { message: 'an internal error occurred', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
 }
 
+/** The HTTP status an error asks for (Apollo's convention: `extensions.http.status`), if any. */
+function httpStatusOf(error: unknown): number | undefined {
+  const status = error instanceof GraphQLError ? (error.extensions?.http as { status?: unknown } | undefined)?.status : undefined;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** Whether formatError masks an error as INTERNAL_SERVER_ERROR: neither a service error, nor one with a code, nor a client's (4xx). */
+export function isInternal(error: GraphQLError): boolean {
+  if (asAppError(unwrapResolverError(error)) || (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') !== 'INTERNAL_SERVER_ERROR') return false;
+  const status = httpStatusOf(error);
+  return status === undefined || status >= 500;
+}
+
 /**
- * Every GraphQL error of a request carries the request's `requestId` (as REST error bodies do), an
- * internal one is logged with it, and a literal argument of the wrong type is the caller's input:
- * BAD_USER_INPUT naming the argument, said without the literal.
+ * Errors as every transport's wire carries them, for the answers the gate gives itself (HTTP
+ * refusals, WebSocket and SSE messages): formatted as Apollo formats its own (`code` always set,
+ * Apollo's `extensions.http` taken out, then formatError), with the request's id.
  */
-export function errorsPlugin(log: Logger): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async validationDidStart({ document, schema }) {
-          return async (errors) => noteValueProblems(schema, document, (errors ?? []) as GraphQLError[]);
-        },
-        async didEncounterErrors({ errors, contextValue }) {
-          for (const error of errors) {
-            const original = unwrapResolverError(error);
-            // What formatError masks as INTERNAL_SERVER_ERROR: neither a service error nor one with a code.
-            if (asAppError(original) || (error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') !== 'INTERNAL_SERVER_ERROR') continue;
-            const code = (original as { code?: unknown })?.code;
-            log.error('graphql operation failed', {
-              requestId: contextValue.requestId,
-              path: error.path?.join('.'),
-              error: (original as Error)?.name,
-              // Driver messages may carry request values: only their code is logged.
-              ...(code !== undefined ? { code } : { message: (original as Error)?.message, stack: (original as Error)?.stack }),
-            });
-          }
-        },
-        async willSendResponse({ response, contextValue }) {
-          if (response.body.kind !== 'single') return;
-          for (const error of response.body.singleResult.errors ?? []) {
-            (error as { extensions?: Record<string, unknown> }).extensions = { ...error.extensions, requestId: contextValue.requestId };
-          }
-        },
-      };
-    },
-  };
+export function formatErrors(errors: readonly GraphQLError[], requestId: string): GraphQLFormattedError[] {
+  return errors.map((error) => {
+    const { http: _http, ...rest } = error.extensions ?? {};
+    const formatted = formatError({ ...error.toJSON(), extensions: { ...rest, code: rest.code ?? 'INTERNAL_SERVER_ERROR' } }, error);
+    return { ...formatted, extensions: { ...formatted.extensions, requestId } };
+  });
+}
+
+// ------------------------------------------------------------------------------------------
+// Variables
+
+/**
+ * The variables' problems, one error each, naming the variable and the path inside it (`$input.status`),
+ * said from the type expected there (graphql-js's own coercion errors quote the value, which may
+ * be a token or a password). Values given are left as sent: the executor coerces them.
+ */
+export function variableErrors(schema: GraphQLSchema, operation: OperationDefinitionNode, values: Record<string, unknown>): GraphQLError[] {
+  const errors: GraphQLError[] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    if (!type) continue; // validation has said so
+    const fail = (field: string, message: string) =>
+      errors.push(new GraphQLError(message, { nodes: definition, extensions: { code: 'BAD_USER_INPUT', field, details: [{ field, message }] } }));
+    if (!Object.hasOwn(values, name) || values[name] === undefined) {
+      if (isNonNullType(type) && !definition.defaultValue) fail(`$${name}`, `Variable "$${name}" of required type "${String(type)}" was not provided.`);
+      continue;
+    }
+    if (values[name] === null && isNonNullType(type)) {
+      fail(`$${name}`, `Variable "$${name}" of non-null type "${String(type)}" must not be null.`);
+      continue;
+    }
+    const seen = new Set<string>();
+    coerceInputValue(values[name], type, (path, invalid, error) => {
+      const field = variablePath(name, path);
+      const message = `Variable "$${name}" has an invalid value${path.length ? ` at "${field}"` : ''}: it ${whyNotFitting(type, path, invalid, error)}.`;
+      if (!seen.has(message)) fail(field, message);
+      seen.add(message);
+    });
+  }
+  return errors;
 }

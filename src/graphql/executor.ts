@@ -1,11 +1,10 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
+import type { GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
 import {
-  coerceInputValue,
   execute,
   getNamedType,
   isInputObjectType,
   GraphQLError,
-  isNonNullType,
   Kind,
   printSchema,
   typeFromAST,
@@ -25,29 +24,30 @@ import { AppError, asAppError } from '../errors.js';
 import { STATUS_OF } from '../http/errors.js';
 import type { Logger } from '../observability/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
-import { toGraphQLError, variablePath, whyNotFitting } from './errors.js';
+import { toGraphQLError } from './errors.js';
+import type { Verdict } from './gate.js';
 
 /**
  * How GraphQL operations run, plugged into Apollo Server through its public gateway interface (the
  * `gateway` option: a schema and an executor). Apollo still parses, validates, runs the plugins
  * and answers; the executor runs the operation:
  *
+ * - what runs is what the gate (src/graphql/gate.ts) admitted: its document, its operation, its
+ *   checked variables;
  * - compiled once per document and operation with graphql-jit from its second run on (its own
  *   measurements here: a page of 50 users with their links took 0.87 ms to execute with graphql-js
  *   and 0.06 ms compiled); a document jit cannot compile runs on graphql-js;
- * - variables checked first, with messages made from their types (never repeating a value: a
- *   variable may hold a token);
  * - a mutation with several root fields in one transaction (docs/rest.md#conventions: a request that fails changes
  *   nothing): committed when every root field succeeded, else rolled back with `data` null.
  */
 
 /**
  * Compiled operations. A compiled operation is code, and weighs tens to hundreds of times its text
- * (a 2 KB query of 40 aliases: ~300 KB), so compiling every text Apollo's document store keeps
+ * (a 2 KB query of 40 aliases: ~300 KB), so compiling every text the gate keeps
  * would grow memory with every new text a client invents. Instead an operation is compiled on its
  * document's second run (a one-off text runs once on graphql-js, which costs it less than
- * compiling; Apollo's store keeps a document from its text's second request on, so a text runs
- * compiled from its third: src/graphql/document-store.ts), and at
+ * compiling; the gate keeps a document from its text's second request on, so a text runs
+ * compiled from its third: src/graphql/documents.ts), and at
  * most COMPILED_MAX compiled operations are kept, the least recently run dropped first: real
  * clients send a few hundred operations at most, and every one of them keeps its compiled form.
  */
@@ -100,39 +100,6 @@ function compiledFor(schema: GraphQLSchema, document: DocumentNode, operation: O
   return query;
 }
 
-/**
- * The variables' problems, one error each, naming the variable and the path inside it (`$input.status`),
- * said from the type expected there. Values given are left as sent: the executor coerces them.
- */
-export function variableErrors(schema: GraphQLSchema, operation: OperationDefinitionNode, values: Record<string, unknown>): GraphQLError[] {
-  const errors: GraphQLError[] = [];
-  for (const definition of operation.variableDefinitions ?? []) {
-    const name = definition.variable.name.value;
-    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
-    if (!type) continue; // validation has said so
-    const fail = (field: string, message: string) =>
-      errors.push(
-        new GraphQLError(message, { nodes: definition, extensions: { code: 'BAD_USER_INPUT', field, details: [{ field, message }], http: { status: 400 } } }),
-      );
-    if (!Object.hasOwn(values, name) || values[name] === undefined) {
-      if (isNonNullType(type) && !definition.defaultValue) fail(`$${name}`, `Variable "$${name}" of required type "${String(type)}" was not provided.`);
-      continue;
-    }
-    if (values[name] === null && isNonNullType(type)) {
-      fail(`$${name}`, `Variable "$${name}" of non-null type "${String(type)}" must not be null.`);
-      continue;
-    }
-    const seen = new Set<string>();
-    coerceInputValue(values[name], type, (path, invalid, error) => {
-      const field = variablePath(name, path);
-      const message = `Variable "$${name}" has an invalid value${path.length ? ` at "${field}"` : ''}: it ${whyNotFitting(type, path, invalid, error)}.`;
-      if (!seen.has(message)) fail(field, message);
-      seen.add(message);
-    });
-  }
-  return errors;
-}
-
 /** A mutation's result to roll back: its transaction ends, the result is answered with `data` null. */
 class RolledBack extends Error {
   constructor(readonly result: ExecutionResult) {
@@ -150,6 +117,12 @@ export interface ExecutorDeps {
   schema: GraphQLSchema;
   sql: Sql;
   log: Logger;
+  /**
+   * The gate's verdict on a request Apollo runs without the gate's admission in its context (a
+   * persisted query registered between the gate's look-up and Apollo's): such a request is checked
+   * here, as any other.
+   */
+  admit(request: GatewayGraphQLRequestContext): Verdict;
   /**
    * Whether Apollo's inline trace plugin may trace requests (a subgraph: src/graphql/federation.ts).
    * Apollo traces a request by wrapping every field's resolver of the schema it holds, in place
@@ -198,7 +171,8 @@ function runningOn(context: GraphQLContext, sql: Sql): GraphQLContext {
   return Object.assign(copy, { sql, loaders: new Loaders(context.services, context.caller, sql) });
 }
 
-export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExecutor {
+export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
+  const { schema, sql, log } = deps;
   const run = async (
     document: DocumentNode,
     operation: OperationDefinitionNode,
@@ -214,14 +188,12 @@ export function gatewayExecutor({ schema, sql, log }: ExecutorDeps): GatewayExec
     return result.errors ? { ...result, errors: asGraphQLErrors(result.errors, document.loc?.source) } : result;
   };
   return async (request) => {
-    const { document, operation, operationName } = request;
     const context = request.context as GraphQLContext;
-    const variables = request.request.variables ?? {};
+    const verdict = context.admitted ?? deps.admit(request);
+    // Refused: Apollo answers the errors with a 400 (no data: status400ForVariableCoercionErrors, its default).
+    if (verdict.kind !== 'admitted') return { errors: [...verdict.errors] };
+    const { document, operation, operationName, variables } = verdict;
     const traced = request.metrics.captureTraces === true ? request.schema : null;
-    // No operation resolved (Apollo still calls the executor): graphql-js says why.
-    if (!operation) return execute({ schema, document, operationName, contextValue: context, variableValues: variables });
-    const problems = variableErrors(schema, operation, variables);
-    if (problems.length) return { errors: problems };
     // A query reads on the read path (a replica that has replayed everything committed before the
     // request, else the primary); a mutation, and everything under it, on the primary.
     if (operation.operation === 'query' && context.reads !== context.sql) {

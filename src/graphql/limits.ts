@@ -1,5 +1,4 @@
 import { LIST_LIMITS } from '../list/list.js';
-import type { ApolloServerPlugin } from '@apollo/server';
 import {
   getNamedType,
   GraphQLError,
@@ -14,7 +13,6 @@ import {
   type ValidationContext,
 } from 'graphql';
 import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexity';
-import type { GraphQLContext } from './context.js';
 
 /**
  * Abuse limits of docs/graphql.md.
@@ -175,7 +173,7 @@ function costDependsOnVariables(document: DocumentNode): boolean {
 }
 
 /**
- * Costs already computed, per parsed document (Apollo keeps one parsed document per query text)
+ * Costs already computed, per parsed document (the gate keeps one parsed document per query text)
  * and operation name: the walk is paid once per document unless variables set page sizes.
  */
 const knownCosts = new WeakMap<DocumentNode, Map<string, number | 'per-request'>>();
@@ -206,21 +204,6 @@ export function costProblem(
   if (known === undefined && cost <= GRAPHQL_LIMITS.maxCost) byOperation.set(key, cost);
   if (cost <= GRAPHQL_LIMITS.maxCost) return null;
   return new GraphQLError(`the query costs ${cost}; at most ${GRAPHQL_LIMITS.maxCost} is allowed (ask for smaller pages)`, {
-    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', cost, maxCost: GRAPHQL_LIMITS.maxCost, http: { status: 400 } },
+    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', cost, maxCost: GRAPHQL_LIMITS.maxCost },
   });
-}
-
-/** Rejects an operation whose cost is over the limit, before it runs (the size rule has bounded the work). */
-export function costLimitPlugin(): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ request, document, schema, operation }) {
-          if (operation?.operation !== 'query' && operation?.operation !== 'mutation') return; // operationPlugin answers it
-          const problem = costProblem(schema, document, request.variables ?? {}, request.operationName ?? null);
-          if (problem) throw problem;
-        },
-      };
-    },
-  };
 }

@@ -1,4 +1,5 @@
-import { ApolloServer } from '@apollo/server';
+import { Readable } from 'node:stream';
+import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginInlineTrace } from '@apollo/server/plugin/inlineTrace';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -7,8 +8,6 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { koaMiddleware } from '@as-integrations/koa';
-import { getOperationAST, Kind, parse, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Middleware } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -21,95 +20,61 @@ import type { Logger } from '../observability/log.js';
 import type { ReadCache } from '../read-cache/store.js';
 import { GraphQLReadCache } from './cached-read.js';
 import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
-import { errorsPlugin, formatError, httpErrorBody } from './errors.js';
+import { formatError, httpErrorBody } from './errors.js';
 import { executorGateway } from './executor.js';
-import { DocumentStore } from './document-store.js';
 import { sandboxWithFallback } from './explorer.js';
-import { costLimitPlugin, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from './limits.js';
-import { operationPlugin } from './operation.js';
+import type { Admitted, Gate, OperationRequest, Refused, Transport, Verdict } from './gate.js';
+import { GRAPHQL_LIMITS } from './limits.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
 export const GRAPHQL_METHODS = ['GET', 'HEAD', 'POST'];
 
-/** A request's GraphQL parameters: the JSON body of a POST, the query string of a GET. */
-const paramsOf = (ctx: AppContext) => (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
-
 /**
- * Whether a request may run without a token: only the Sandbox page (a GET without an operation)
- * and a query (the operation Apollo will run, found as it finds it) that asks for nothing but
- * introspection meta-fields (__schema, __type, __typename) or, in a subgraph, its SDL
- * (`_service`: what introspection tells, in the form routers read), and only where introspection is on.
+ * A request's GraphQL parameters: the JSON body of a POST, the query string of a GET read as
+ * Apollo Server reads it (each parameter once; `variables` and `extensions` as JSON). Null when
+ * Apollo would refuse the query string itself: it answers that in its own words.
  */
-function runsWithoutToken(ctx: AppContext, federation: boolean): boolean {
-  const params = paramsOf(ctx);
-  if (ctx.method !== 'POST' && params.query === undefined && params.extensions === undefined) return true;
-  if (typeof params.query !== 'string') return false;
-  let operation: OperationDefinitionNode | null | undefined;
-  try {
-    const name = typeof params.operationName === 'string' ? params.operationName : undefined;
-    operation = getOperationAST(parse(params.query, { maxTokens: GRAPHQL_LIMITS.maxTokens }), name);
-  } catch {
-    return false;
-  }
-  const schemaOnly = (name: string) => name.startsWith('__') || (federation && name === '_service');
-  return operation?.operation === 'query' && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && schemaOnly(s.name.value));
-}
-
-/**
- * A document or variables nested deeper than GRAPHQL_LIMITS.maxNesting, refused before graphql-js
- * walks them recursively (thousands of levels would overflow its stack: a 500).
- */
-function nestingProblem(ctx: AppContext): { code: string; message: string } | null {
-  const params = paramsOf(ctx);
-  const { maxNesting } = GRAPHQL_LIMITS;
-  if (typeof params.query === 'string') {
-    const depth = documentNesting(params.query);
-    if (depth > maxNesting) {
-      return {
-        code: 'GRAPHQL_PARSE_FAILED',
-        message: `the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed`,
-      };
+function operationRequestOf(ctx: AppContext): OperationRequest | null {
+  if (ctx.method === 'POST') return ctx.request.body as OperationRequest;
+  const params = new URLSearchParams(ctx.querystring);
+  const request: OperationRequest = {};
+  for (const name of ['query', 'operationName', 'variables', 'extensions', 'documentId'] as const) {
+    const values = params.getAll(name);
+    if (values.length > 1) return null;
+    if (!values.length) continue;
+    if (name === 'query' || name === 'operationName' || name === 'documentId') request[name] = values[0];
+    else {
+      try {
+        request[name] = JSON.parse(values[0]);
+      } catch {
+        return null;
+      }
     }
   }
-  let variables = params.variables;
-  if (typeof variables === 'string') {
-    try {
-      variables = JSON.parse(variables);
-    } catch {
-      return null; // Apollo answers variables that are not JSON
-    }
-  }
-  // The variables object itself is one level: its values may nest maxNesting more.
-  if (valueNesting(variables, maxNesting + 1) > maxNesting + 1) {
-    return { code: 'BAD_USER_INPUT', message: `the variables are nested more than ${maxNesting} levels deep` };
-  }
-  return null;
+  return request;
 }
 
+/** Whether a request names an operation at all (a GET without one is for the landing page). */
+const namesOperation = (request: OperationRequest | null) =>
+  request === null || request.query !== undefined || request.extensions !== undefined || request.documentId !== undefined;
+
 /**
- * Apollo answers some requests before any plugin sees them (variables that are not JSON, a batch,
- * a mutation over GET): their errors get the request id as well, and a 405 or a 415 the code its
- * status means.
+ * What Apollo Server is handed of a request the gate admitted by an id: the id as Apollo's
+ * persisted query extension (Apollo does not read `documentId`, nor an empty query beside an id),
+ * which Apollo looks up in the gate's persisted queries (Gate.persistedQueries).
  */
-function completeEarlyErrors(ctx: AppContext): void {
-  if (ctx.status < 400 || typeof ctx.body !== 'string') return;
-  let body: { errors?: { extensions?: Record<string, unknown> }[] };
-  try {
-    body = JSON.parse(ctx.body);
-  } catch {
-    return;
-  }
-  if (!Array.isArray(body?.errors)) return;
-  for (const error of body.errors) {
-    const code = ctx.status === 405 ? 'METHOD_NOT_ALLOWED' : ctx.status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : undefined;
-    error.extensions = { ...error.extensions, ...(code ? { code } : {}), requestId: ctx.state.requestId };
-  }
-  ctx.body = JSON.stringify(body);
+function byIdForApollo(request: OperationRequest, id: string): Record<string, unknown> {
+  const { operationName, variables } = request;
+  const extensions = { ...(request.extensions as Record<string, unknown> | undefined), persistedQuery: { version: 1, sha256Hash: id } };
+  return { ...(operationName !== undefined ? { operationName } : {}), ...(variables !== undefined ? { variables } : {}), extensions };
 }
 
 /**
- * Apollo's own log lines go to the service log. Only Apollo's words are kept ("Unexpected error
- * processing request"): what follows them is an error's message, which may quote request values.
+ * Apollo's own log lines go to the service log, with Apollo's words only ("Unexpected error
+ * processing request"): Apollo's logger interface gets each line as one string, its words and the
+ * text of the error it is about joined by a colon, and that text may quote request values. No
+ * public API hands the two over apart; the error itself reaches the gate's plugin
+ * (unexpectedErrorProcessingRequest), which logs its name with the request's id.
  */
 function apolloLogger(log: Logger) {
   const line = (message: unknown) => `apollo: ${String(message).split(':')[0]}`;
@@ -122,14 +87,47 @@ function apolloLogger(log: Logger) {
 }
 
 /**
+ * Apollo Server answers some requests before its request pipeline, where no plugin sees them (a
+ * body without a query, variables that are not JSON, a batch, an Accept it cannot serve): their
+ * errors are formatted by formatError, which has no request to read the id from, so the id is
+ * added to the JSON Apollo wrote. Apollo offers no public hook between such an error and its answer.
+ */
+function completeEarlyErrors(ctx: AppContext): void {
+  if (ctx.status < 400 || typeof ctx.body !== 'string' || ctx.body.includes('"requestId"')) return;
+  let body: { errors?: { extensions?: Record<string, unknown> }[] };
+  try {
+    body = JSON.parse(ctx.body);
+  } catch {
+    return;
+  }
+  if (!Array.isArray(body?.errors)) return;
+  for (const error of body.errors) error.extensions = { ...error.extensions, requestId: ctx.state.requestId };
+  ctx.body = JSON.stringify(body);
+}
+
+/** Answers a request in GraphQL's error shape: the HTTP status, and the content type the client asked for. */
+function answerErrors(ctx: AppContext, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.body = body;
+  // GraphQL over HTTP: a client that asks for application/graphql-response+json (Apollo Client
+  // 4 does) reads a non-2xx answer of that type as GraphQL errors with their codes, where an
+  // application/json one is only "Response not successful".
+  if (ctx.accepts('application/json', 'application/graphql-response+json') === 'application/graphql-response+json') {
+    ctx.type = 'application/graphql-response+json; charset=utf-8';
+  } else {
+    ctx.type = 'application/json; charset=utf-8';
+  }
+}
+
+/**
  * Subscriptions over Server-Sent Events on /graphql (src/realtime/sse.ts serves them; declared here
  * so that graphql/ does not import realtime/, which imports graphql/).
  */
 export interface SseEndpoint {
   /** Whether a request asks for an event stream (graphql-sse's distinct connections mode). */
   wants(ctx: AppContext): boolean;
-  /** Runs a subscription for an authenticated request. */
-  serve(ctx: AppContext, caller: Caller): Promise<void>;
+  /** Runs a subscription for an authenticated request, as the gate judged it (null: the request names nothing to run). */
+  serve(ctx: AppContext, caller: Caller, verdict: Verdict | null): Promise<void>;
 }
 
 export interface GraphQLEndpoint {
@@ -137,40 +135,43 @@ export interface GraphQLEndpoint {
   stop(): Promise<void>;
 }
 
-/**
- * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
- * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
- * so that a caller without a token learns nothing of the schema), serves cacheable answers, and
- * answers every failure in GraphQL's shape. Sandbox (the landing page of GET /graphql) and
- * introspection go together: on outside production, off in production unless GRAPHQL_INTROSPECTION=true.
- */
-// eslint-disable-next-line max-lines-per-function -- 130 lines: issue 33's point 4 (the one GraphQL gate) rewrites this function
-export async function createGraphQL(deps: {
-  /** The modules' schema (src/module/registry.ts), as a subgraph with `federation`. */
-  schema: GraphQLSchema;
+interface GraphQLDeps {
   db: Database;
   services: Services;
   log: Logger;
   introspection: boolean;
+  /** The GraphQL gate (src/graphql/gate.ts), shared with the subscription transports. */
+  gate: Gate;
   /** Answers of cacheable reads (src/read-cache/), shared with REST; null: off. */
   readCache: ReadCache | null;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
-  /** GRAPHQL_FEDERATION: serve the schema as an Apollo Federation 2 subgraph (src/graphql/federation.ts). */
+  /** GRAPHQL_FEDERATION: the gate's schema is the Apollo Federation 2 subgraph's (src/graphql/federation.ts). */
   federation?: boolean;
-}): Promise<GraphQLEndpoint> {
-  const { schema, db, services, log, introspection } = deps;
-  const federation = deps.federation ?? false;
-  const answers = deps.readCache ? new GraphQLReadCache(schema, deps.readCache) : null;
+}
+
+/** Apollo Server over the gate: it runs what the gate admitted, with the service's executor and plugins. */
+async function startApollo({ db, log, introspection, gate, federation = false }: GraphQLDeps): Promise<ApolloServer<GraphQLContext>> {
+  const schema = gate.schema;
   const apollo = new ApolloServer<GraphQLContext>({
-    gateway: executorGateway({ schema, sql: db.sql, log, traces: federation }),
+    gateway: executorGateway({
+      schema,
+      sql: db.sql,
+      log,
+      traces: federation,
+      admit: (request) => {
+        const { caller, requestId } = request.context as GraphQLContext;
+        return gate.admit({ ...request.request, query: request.source }, caller, request.request.http?.method === 'GET' ? 'get' : 'post', requestId);
+      },
+    }),
     logger: apolloLogger(log),
     introspection,
-    // Without introspection, "Did you mean …?" hints would spell the schema out all the same.
-    hideSchemaDetailsFromClientErrors: !introspection,
     allowBatchedHttpRequests: false,
-    persistedQueries: false, // every operation comes in full
-    documentStore: new DocumentStore(),
+    persistedQueries: gate.persistedQueries,
+    // The gate's parsed documents: Apollo parses a text once (the first time it meets it), and
+    // never validates it: the gate has, with the service's limits, before Apollo saw the request.
+    documentStore: gate.documentStore,
+    dangerouslyDisableValidation: true,
     parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
     stopOnTerminationSignals: false, // the server owns the graceful stop (server, then Apollo, then the pool)
     // Apollo's CSRF prevention refuses a GET without a preflight-forcing header, which guards
@@ -179,13 +180,10 @@ export async function createGraphQL(deps: {
     // broke every client that queries over GET (urql's default). Mutations stay POST-only.
     csrfPrevention: false,
     includeStacktraceInErrorResponses: false,
-    validationRules: [sizeLimitRule],
     formatError,
     plugins: [
       introspection ? sandboxWithFallback() : ApolloServerPluginLandingPageDisabled(),
-      operationPlugin(), // first: the plugins after it see a resolved query or mutation
-      errorsPlugin(log),
-      costLimitPlugin(),
+      gate.apolloPlugin(),
       // A subgraph answers Apollo's inline trace (`extensions.ftv1`) when, and only when, the router
       // asks for it (`apollo-federation-include-trace: ftv1`): Apollo's plugin decides, per request.
       // Error messages in traces are masked (a message may quote a value the client sent).
@@ -197,15 +195,21 @@ export async function createGraphQL(deps: {
     ],
   });
   await apollo.start();
-  const serveApollo = koaMiddleware(apollo, {
-    context: async ({ ctx }): Promise<GraphQLContext> => {
-      const state = ctx.state as AppState;
-      // The caller the HTTP layer authenticated; none (null) for introspection without a token.
-      const caller = (state.caller as Caller | undefined) ?? null;
-      const reads = caller ? db.readerFor(caller) : db.sql;
-      return { caller, requestId: state.requestId, services, sql: db.sql, reads, loaders: new Loaders(services, caller, db.sql), http: state };
-    },
-  }) as unknown as Middleware<AppState>;
+  return apollo;
+}
+
+/**
+ * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
+ * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
+ * so that a caller without a token learns nothing of the schema), passes it through the gate,
+ * serves cacheable answers, and answers every failure in GraphQL's shape. Sandbox (the landing
+ * page of GET /graphql) and introspection go together: on outside production, off in production
+ * unless GRAPHQL_INTROSPECTION=true.
+ */
+export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint> {
+  const { db, services, log, introspection, gate } = deps;
+  const answers = deps.readCache ? new GraphQLReadCache(deps.readCache) : null;
+  const apollo = await startApollo(deps);
 
   /** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
   async function readGraphQLBody(ctx: AppContext): Promise<void> {
@@ -217,9 +221,10 @@ export async function createGraphQL(deps: {
   }
 
   /**
-   * The caller, or null for what may run without a token. As on REST, a missing or invalid token
-   * is a 401 before anything else is said about the request (its body, its document, the schema);
-   * with a credential, the body is read in full before the token is looked up (that statement also
+   * The caller, or null for a request without a credential, which only introspection may be
+   * (checked once the gate has read the document). As on REST, a missing or invalid token is a
+   * 401 before anything else is said about the request (its body, its document, the schema); with
+   * a credential, the body is read in full before the token is looked up (that statement also
    * reads the snapshot a cached answer is served under: a body that arrives after a write must not
    * get an answer from before it).
    */
@@ -234,25 +239,64 @@ export async function createGraphQL(deps: {
         : null;
     let caller: Caller;
     try {
-      caller = await authenticate(db, header, clientOf(ctx.req.headers), ctx.state.requestId, { snapshot: answers !== null, floor: db.readFloors });
+      const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+      caller = await authenticate(db, credential, { snapshot: answers !== null, floor: db.readFloors });
     } catch (err) {
       // Only a request with no credential at all may fall back to introspection: a wrong one is
       // a 401 (Sandbox shows it), as the README's table says.
       if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
-      const readable =
-        ctx.method !== 'POST' ||
-        (await readGraphQLBody(ctx).then(
-          () => true,
-          () => false,
-        ));
-      if (readable && runsWithoutToken(ctx, federation)) return null;
-      throw err;
+      if (ctx.method === 'POST') await readGraphQLBody(ctx).catch(() => Promise.reject(err));
+      return null;
     }
     if (bodyProblem) throw bodyProblem.err;
     return caller;
   }
 
-  const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx, next) {
+  /**
+   * Apollo Server answers a request the gate admitted (or left to it), through its public
+   * integration API: the request as the gate read it, HEAD as GET (Apollo serves GET; Koa leaves
+   * the body out of the answer to a HEAD), and the context the resolvers get.
+   */
+  async function runApollo(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, admitted: Admitted | null): Promise<void> {
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(ctx.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const byId = admitted?.byId != null && request ? byIdForApollo(request, admitted.byId) : null;
+    let search = ctx.querystring;
+    if (byId && ctx.method !== 'POST') {
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(byId)) params.set(name, typeof value === 'string' ? value : JSON.stringify(value));
+      search = params.toString();
+    }
+    const httpGraphQLRequest: HTTPGraphQLRequest = {
+      method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
+      headers,
+      search,
+      body: ctx.method === 'POST' ? (byId ?? ctx.request.body) : undefined,
+    };
+    const context = async (): Promise<GraphQLContext> => {
+      const reads = caller ? db.readerFor(caller) : db.sql;
+      const loaders = new Loaders(services, caller, db.sql);
+      return { caller, requestId: ctx.state.requestId, services, sql: db.sql, reads, loaders, http: ctx.state, ...(admitted ? { admitted } : {}) };
+    };
+    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context });
+    ctx.body = response.body.kind === 'complete' ? response.body.string : Readable.from(response.body.asyncIterator);
+    if (response.status !== undefined) ctx.status = response.status;
+    for (const [name, value] of response.headers) ctx.set(name, value);
+  }
+
+  /** The gate's verdict on an HTTP request: null for a landing page or nothing to run, which Apollo answers. */
+  function verdictOf(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, transport: Transport) {
+    if (request === null) return null;
+    // A browser's GET gets the landing page, whatever its query string says (Apollo serves it first).
+    if (introspection && ctx.method !== 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/html') === 'text/html')
+      return null;
+    if (!namesOperation(request)) return null;
+    return gate.admit(request, caller, transport, ctx.state.requestId);
+  }
+
+  const refuse = (ctx: AppContext, verdict: Refused) => answerErrors(ctx, 400, { errors: gate.format(verdict.errors, ctx.state.requestId) });
+
+  const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx) {
     ctx.state.route = '/graphql';
     try {
       if (ctx.method === 'OPTIONS') {
@@ -264,48 +308,36 @@ export async function createGraphQL(deps: {
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
       const caller = await callerFor(ctx);
+      const request = operationRequestOf(ctx);
+      const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
+      const verdict = verdictOf(ctx, request, caller, transport);
       if (caller) ctx.state.caller = caller;
+      // Without a token: the landing page (a GET naming no operation), or a query of introspection meta-fields only.
+      else if ((ctx.method === 'POST' || namesOperation(request)) && !(verdict?.kind === 'admitted' && verdict.introspectionOnly)) {
+        throw AppError.unauthorized('an Authorization: Bearer <accessToken> header is required', 'missing');
+      }
+      if (verdict && verdict.kind !== 'unjudged' && verdict.operation) {
+        ctx.state.graphql = { name: verdict.operation.name?.value ?? null, type: verdict.operation.operation };
+      }
       if (stream) {
         // A subscription over Server-Sent Events: always with a token.
         if (!caller) throw AppError.unauthorized('an access token is required', 'missing');
-        await stream.serve(ctx, caller);
+        await stream.serve(ctx, caller, verdict);
         return;
       }
-      const tooDeep = nestingProblem(ctx);
-      if (tooDeep) {
-        ctx.status = 400;
-        ctx.body = { errors: [{ message: tooDeep.message, extensions: { code: tooDeep.code, requestId: ctx.state.requestId } }] };
-        return;
-      }
-      const params = paramsOf(ctx);
+      if (verdict?.kind === 'refused') return refuse(ctx, verdict);
+      const admitted = verdict?.kind === 'admitted' ? verdict : null;
       const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
-      const cacheKey = answers?.keyOf(ctx, caller, params.query, raw) ?? null;
+      const cacheKey = answers?.keyOf(ctx, caller, admitted, raw) ?? null;
       if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
-      if (ctx.method === 'HEAD') {
-        // Apollo serves GET only; Koa leaves the body out of the answer to a HEAD.
-        ctx.method = 'GET';
-        try {
-          await serveApollo(ctx, next);
-        } finally {
-          ctx.method = 'HEAD';
-        }
-      } else {
-        await serveApollo(ctx, next);
-      }
+      await runApollo(ctx, request, caller, admitted);
       completeEarlyErrors(ctx);
       if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
     } catch (err) {
       const known = failureOf(err, ctx, log);
-      ctx.status = STATUS_OF[known.code];
       if (known.info.overload) ctx.state.overloaded = true;
       for (const [name, value] of Object.entries(errorHeaders(known))) ctx.set(name, value);
-      ctx.body = httpErrorBody(known, ctx.state.requestId);
-      // GraphQL over HTTP: a client that asks for application/graphql-response+json (Apollo Client
-      // 4 does) reads a non-2xx answer of that type as GraphQL errors with their codes, where an
-      // application/json one is only "Response not successful".
-      if (ctx.accepts('application/json', 'application/graphql-response+json') === 'application/graphql-response+json') {
-        ctx.type = 'application/graphql-response+json; charset=utf-8';
-      }
+      answerErrors(ctx, STATUS_OF[known.code], httpErrorBody(known, ctx.state.requestId));
     }
   };
   return { middleware, stop: () => apollo.stop() };

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupMetrics, isWorker } from '../cluster.js';
 import type { Database } from '../db/database.js';
-import type { RealtimeMetrics } from '../observability/metrics.js';
+import type { RealtimeMetrics, TrustedDocumentMetrics } from '../observability/metrics.js';
 import type { AppContext, AppState } from './context.js';
 import { routeOf } from './middleware.js';
 
@@ -19,6 +19,8 @@ export interface Metrics {
   endpoint: Middleware<AppState>;
   /** The subscriptions' (src/realtime/). */
   realtime: RealtimeMetrics;
+  /** Operations outside the trusted documents (src/graphql/gate.ts). */
+  trustedDocuments: TrustedDocumentMetrics;
   /** The registry GET /metrics reads: where a module puts its own metrics (src/module/module.ts: `start`). */
   registry: Registry;
 }
@@ -64,9 +66,16 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
   });
   dbGauges(registry, db);
   const realtime = realtimeMetrics(registry);
+  const untrusted = new Counter({
+    name: 'graphql_untrusted_operations_total',
+    help: 'GraphQL operations outside the trusted documents (GRAPHQL_TRUSTED_DOCUMENTS), by transport and outcome (logged, refused, explorer)',
+    labelNames: ['transport', 'outcome'] as const,
+    registers: [registry],
+  });
 
   return {
     realtime,
+    trustedDocuments: { outside: (transport, outcome) => untrusted.inc({ transport, outcome }) },
     registry,
     observe(ctx) {
       const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };

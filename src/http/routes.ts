@@ -104,10 +104,8 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
               () => null,
               (err: unknown) => ({ err }),
             );
-      ctx.state.caller = await authenticate(deps.db, header, clientOf(ctx.req.headers), ctx.state.requestId, {
-        snapshot: cache !== null,
-        floor: deps.db.readFloors,
-      });
+      const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: cache !== null, floor: deps.db.readFloors });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();

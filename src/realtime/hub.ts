@@ -1,3 +1,4 @@
+import { liveTokenExpiries } from '../auth/authenticate.js';
 import { AppError } from '../errors.js';
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../observability/log.js';
@@ -283,16 +284,14 @@ export class Hub {
     if (recheck.length) await this.checkTokens(recheck);
   }
 
-  /** Closes (4403) those of `affected` whose token is no longer live. */
+  /** Closes (4403) those of `affected` whose token is no longer live (the rule every request's token is checked by). */
   private async checkTokens(affected: readonly Connection[]): Promise<void> {
     if (!affected.length) return;
     try {
-      const live = await this.sql.rows<{ id: number; expire_at: string | Date | null }>(
-        `select t.id, t.expire_at from tokens t join users u on u.id = t.user_id
-          where t.id = any(?::bigint[]) and t.deleted_at is null and u.deleted_at is null and (t.expire_at is null or t.expire_at > now())`,
-        [`{${affected.map((c) => c.tokenId).join(',')}}`],
+      const expiries = await liveTokenExpiries(
+        this.sql,
+        affected.map((c) => c.tokenId),
       );
-      const expiries = new Map(live.map((r) => [Number(r.id), r.expire_at === null ? null : new Date(r.expire_at).getTime()]));
       for (const connection of affected) {
         if (!expiries.has(connection.tokenId)) connection.close('forbidden');
         else if (this.connections.has(connection)) this.expireAt(connection, expiries.get(connection.tokenId)!);

@@ -1,20 +1,6 @@
-import {
-  createSourceEventStream,
-  execute,
-  getOperationAST,
-  GraphQLError,
-  parse,
-  specifiedRules,
-  validate,
-  type DocumentNode,
-  type ExecutionArgs,
-  type ExecutionResult,
-  type GraphQLFormattedError,
-  type GraphQLSchema,
-} from 'graphql';
+import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
 import { Loaders, type GraphQLContext } from '../graphql/context.js';
-import { formatError, noteValueProblems } from '../graphql/errors.js';
-import { costProblem, documentNesting, GRAPHQL_LIMITS, sizeLimitRule, valueNesting } from '../graphql/limits.js';
+import type { Admitted, Gate } from '../graphql/gate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import type { ServiceContainer as Services } from '../graphql/context.js';
@@ -22,10 +8,9 @@ import type { ChangeEvent } from './events.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
- * What both transports (src/realtime/ws.ts, sse.ts) do with a subscription request: the checks
- * Apollo's pipeline makes for HTTP (parse with the token limit, the nesting limit, validation with
- * the size limits, the cost limit, errors that never quote a value) made here, since Apollo does
- * not see this traffic; and execution with fresh DataLoaders for each event.
+ * What both transports (src/realtime/ws.ts, sse.ts) do with a subscription the gate admitted
+ * (src/graphql/gate.ts checks it as it checks every operation): its context, and its execution
+ * with fresh DataLoaders for each event.
  */
 
 /** The context a subscription runs in, on either transport (each event gets fresh loaders: see subscribeFresh). */
@@ -40,73 +25,18 @@ export function subscriptionContext(
   return { caller, requestId, services, sql: db.sql, reads: db.sql, loaders: new Loaders(services, caller, db.sql), realtime };
 }
 
-/** A subscribe message's payload (graphql-ws) or a request body (graphql-sse). */
-export interface SubscriptionParams {
-  query?: unknown;
-  variables?: unknown;
-  operationName?: unknown;
-}
-
-const fail = (message: string, code: string) => [new GraphQLError(message, { extensions: { code } })];
-
 /**
- * The execution arguments of a subscription request, or the errors that refuse it (queries and
- * mutations go over HTTP, where the read cache, the transactions of mutations and the HTTP
- * limits apply).
+ * The execution arguments of a subscription the gate admitted (src/graphql/gate.ts: the same
+ * checks, limits and words as over HTTP), run with `contextValue`.
  */
-export function prepareSubscription(schema: GraphQLSchema, params: SubscriptionParams, contextValue: GraphQLContext): ExecutionArgs | GraphQLError[] {
-  const { query, operationName } = params;
-  const variables = params.variables ?? {};
-  if (typeof query !== 'string') return fail('query must be a string holding the subscription', 'BAD_REQUEST');
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return fail('operationName must be a string', 'BAD_REQUEST');
-  if (typeof variables !== 'object' || variables === null || Array.isArray(variables)) return fail('variables must be an object', 'BAD_REQUEST');
-  const { maxNesting, maxTokens } = GRAPHQL_LIMITS;
-  const depth = documentNesting(query);
-  if (depth > maxNesting)
-    return fail(`the document nests braces, brackets or parentheses ${depth} levels deep; at most ${maxNesting} are allowed`, 'GRAPHQL_PARSE_FAILED');
-  if (valueNesting(variables, maxNesting + 1) > maxNesting + 1) return fail(`the variables are nested more than ${maxNesting} levels deep`, 'BAD_USER_INPUT');
-  let document: DocumentNode;
-  try {
-    document = parse(query, { maxTokens });
-  } catch (err) {
-    if (!(err instanceof GraphQLError)) throw err;
-    return [new GraphQLError(err.message, { source: err.source, positions: err.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
-  }
-  const invalid = validate(schema, document, [...specifiedRules, sizeLimitRule]);
-  if (invalid.length) {
-    for (const error of invalid) error.extensions.code ??= 'GRAPHQL_VALIDATION_FAILED';
-    noteValueProblems(schema, document, invalid);
-    return [...invalid];
-  }
-  const name = typeof operationName === 'string' ? operationName : null;
-  const operation = getOperationAST(document, name);
-  if (!operation) {
-    const count = document.definitions.filter((d) => d.kind === 'OperationDefinition').length;
-    return fail(
-      name !== null ? `the document has no operation named "${name}"` : `the document has ${count} operations: name the one to run in operationName`,
-      'OPERATION_RESOLUTION_FAILURE',
-    );
-  }
-  if (operation.operation !== 'subscription')
-    return fail(`send a ${operation.operation} over HTTP (POST /graphql); this connection runs subscriptions`, 'BAD_REQUEST');
-  const variableValues = variables as Record<string, unknown>;
-  const tooCostly = costProblem(schema, document, variableValues, name);
-  if (tooCostly) return [tooCostly];
-  return { schema, document, variableValues, operationName: name, contextValue };
+export function subscriptionArgs(schema: GraphQLSchema, admitted: Admitted, contextValue: GraphQLContext): ExecutionArgs {
+  return { schema, document: admitted.document, variableValues: admitted.variables, operationName: admitted.operationName, contextValue };
 }
 
-/** Errors as the wire carries them: formatted as over HTTP, with the connection's request id. */
-export function formatErrors(errors: readonly GraphQLError[], requestId: string): GraphQLFormattedError[] {
-  return errors.map((error) => {
-    const formatted = formatError(error.toJSON(), error);
-    return { ...formatted, extensions: { ...formatted.extensions, requestId } };
-  });
-}
-
-/** A result with its errors formatted (a result without errors is passed as it is). */
-export function formatResult(result: ExecutionResult, requestId: string): ExecutionResult | null {
+/** A result with its errors formatted by the gate (a result without errors is passed as it is). */
+export function formatResult(gate: Gate, result: ExecutionResult, requestId: string): ExecutionResult | null {
   if (!result.errors?.length) return null;
-  return { ...result, errors: formatErrors(result.errors, requestId) as unknown as GraphQLError[] };
+  return { ...result, errors: gate.format(result.errors, requestId) as unknown as GraphQLError[] };
 }
 
 /**

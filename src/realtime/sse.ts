@@ -1,24 +1,26 @@
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { GraphQLContext } from '../graphql/context.js';
+import type { Gate, Verdict } from '../graphql/gate.js';
 import type { AppContext } from '../http/context.js';
 import type { Logger } from '../observability/log.js';
 import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, type CloseReason, type Connection, type Hub } from './hub.js';
-import { EventResults, formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
+import { EventResults, formatResult, subscribeFresh, subscriptionArgs, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
  * GraphQL subscriptions over Server-Sent Events (docs/graphql.md#subscriptions): the graphql-sse protocol in its
  * "distinct connections" mode, `POST /graphql` with `Accept: text/event-stream`, one subscription
- * per response. The GraphQL endpoint (src/graphql/server.ts) has read the body and authenticated
- * the request as any other (401 before anything else); this runs the subscription. A stream ends
+ * per response. The GraphQL endpoint (src/graphql/server.ts) has read the body, authenticated the
+ * request as any other (401 before anything else) and had the gate (src/graphql/gate.ts) judge
+ * it; this runs the subscription. A stream ends
  * with an error result (`next` with `errors`, then `complete`) when the token is revoked, expired
  * or deleted (FORBIDDEN), when it falls too far behind (TOO_SLOW) or when the service stops
  * (SHUTTING_DOWN).
@@ -26,6 +28,8 @@ import type { RealtimeContext } from './realtime.graphql.js';
 
 interface StreamContext extends GraphQLContext {
   realtime: RealtimeContext;
+  /** The gate's verdict on the request (null: it named nothing to run). */
+  verdict: Verdict | null;
   /** The response's results, once the subscription runs. */
   attach(results: EventResults): void;
   /** Resolves once the response can take more (its socket's buffer has drained). */
@@ -35,8 +39,8 @@ interface StreamContext extends GraphQLContext {
 export interface SseEndpoint {
   /** Whether a request asks for an event stream (graphql-sse's distinct connections mode). */
   wants(ctx: AppContext): boolean;
-  /** Runs a subscription for an authenticated request. */
-  serve(ctx: AppContext, caller: Caller): Promise<void>;
+  /** Runs a subscription for an authenticated request, as the gate judged it (null: the request names nothing to run). */
+  serve(ctx: AppContext, caller: Caller, verdict: Verdict | null): Promise<void>;
   /** Whether a response is an event stream (a graceful stop ends them after the other requests). */
   isStream(res: ServerResponse): boolean;
 }
@@ -48,8 +52,9 @@ const errorResult = (reason: CloseReason): ExecutionResult => ({
   errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })],
 });
 
-export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
-  const { schema, hub, log } = deps;
+export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
+  const { gate, hub, log } = deps;
+  const { schema } = gate;
   const streams = new WeakSet<ServerResponse>();
   const handler = createHandler<IncomingMessage, StreamContext, StreamContext & Record<PropertyKey, unknown>>({
     schema,
@@ -57,25 +62,37 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
     // would be streams this side neither authenticates nor counts. Every stream is a distinct
     // connection, made by a request authenticated with its bearer token.
     authenticate: () => null,
-    // prepareSubscription (in onSubscribe) has validated the document, with the service's limits.
+    // The gate has validated the document, with the service's limits.
     validate: () => [],
-    onSubscribe: (req, params) => {
-      const prepared = prepareSubscription(schema, params, req.context);
-      if (!Array.isArray(prepared)) return { ...prepared, contextValue: req.context as StreamContext & Record<PropertyKey, unknown> };
-      const body = JSON.stringify({ errors: formatErrors(prepared, req.context.requestId) });
+    // graphql-sse has checked the request's parameters (a query string, objects for variables and
+    // extensions) in its own words; the gate judged the rest.
+    onSubscribe: (req) => {
+      const { verdict } = req.context;
+      if (verdict?.kind === 'admitted')
+        return { ...subscriptionArgs(schema, verdict, req.context), contextValue: req.context as StreamContext & Record<PropertyKey, unknown> };
+      const errors = verdict?.errors ?? [new GraphQLError('query must be a string holding the operation', { extensions: { code: 'BAD_REQUEST' } })];
+      const body = JSON.stringify({ errors: gate.format(errors, req.context.requestId) });
       return [body, { status: 400, statusText: 'Bad Request', headers: { 'content-type': 'application/json; charset=utf-8' } }];
     },
     subscribe: (args) => {
       const context = args.contextValue as StreamContext;
       return subscribeFresh(args, { started: (results) => context.attach(results), ready: () => context.ready() });
     },
-    onNext: (ctx, _req, result) => formatResult(result as ExecutionResult, ctx.requestId) ?? undefined,
+    onNext: (ctx, _req, result) => formatResult(gate, result as ExecutionResult, ctx.requestId) ?? undefined,
   });
 
   return {
     wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
-    async serve(ctx, caller) {
+    async serve(ctx, caller, verdict) {
+      // Refused by the gate: answered at once, taking no place (graphql-sse would first ask for a
+      // query text, which a request naming a document by its id does not send).
+      if (verdict?.kind === 'refused') {
+        ctx.status = 400;
+        ctx.type = 'application/json; charset=utf-8';
+        ctx.body = JSON.stringify({ errors: gate.format(verdict.errors, ctx.state.requestId) });
+        return;
+      }
       // The request has been authenticated (401 before anything else): a stream without a token
       // never takes a place.
       if (!hub.admit('sse')) {
@@ -113,6 +130,7 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
       const realtime: RealtimeContext = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
       const context: StreamContext = {
         ...subscriptionContext(deps, caller, ctx.state.requestId, realtime),
+        verdict,
         attach(attached) {
           results = attached;
           if (closedWith) attached.end(errorResult(closedWith));
@@ -130,7 +148,11 @@ export function sseEndpoint(deps: { schema: GraphQLSchema; db: Database; service
           // Distinct connections mode is chosen by an Accept of exactly text/event-stream; the
           // request's may list more types (this endpoint has already chosen the stream).
           headers: { get: (key: string) => (key.toLowerCase() === 'accept' ? 'text/event-stream' : ctx.get(key) || null) },
-          body: ctx.request.body as Record<string, unknown>, // read and parsed already (an object)
+          // Read and parsed already (an object); graphql-sse wants the query text, which for an id the gate has found.
+          body:
+            verdict?.kind === 'admitted'
+              ? { ...(ctx.request.body as Record<string, unknown>), query: verdict.source }
+              : (ctx.request.body as Record<string, unknown>),
           raw: ctx.req,
           context,
         });

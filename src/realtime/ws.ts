@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -15,7 +15,8 @@ import { requestIdFrom } from '../http/request-id.js';
 import type { Logger } from '../observability/log.js';
 import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
-import { formatErrors, formatResult, prepareSubscription, subscribeFresh, subscriptionContext } from './operation.js';
+import type { Gate } from '../graphql/gate.js';
+import { formatResult, subscribeFresh, subscriptionArgs, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 
 /**
@@ -32,8 +33,8 @@ import type { RealtimeContext } from './realtime.graphql.js';
  *   the connection take one of SUBSCRIPTIONS_MAX places (4429 past it), so that sockets that never
  *   authenticate cannot keep those who do out; it is then known to the hub, which closes it with
  *   4403 when its token or user ends;
- * - each `subscribe`: at most 100 per connection, and the limits HTTP requests have
- *   (src/realtime/operation.ts); errors formatted as over HTTP, with the connection's request id.
+ * - each `subscribe`: at most 100 per connection, then the GraphQL gate (src/graphql/gate.ts), as
+ *   every HTTP request; errors formatted as over HTTP, with the connection's request id.
  */
 
 /** The path upgrades are served on: the one GraphQL is served on over HTTP. */
@@ -157,7 +158,7 @@ export interface WaitingLimits {
 export function attachWebSockets(
   server: Server,
   deps: {
-    schema: GraphQLSchema;
+    gate: Gate;
     db: Database;
     services: Services;
     hub: Hub;
@@ -166,7 +167,8 @@ export function attachWebSockets(
     waiting: WaitingLimits;
   },
 ): WebSocketEndpoint {
-  const { schema, db, hub, log } = deps;
+  const { gate, db, hub, log } = deps;
+  const { schema } = gate;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const states = new WeakMap<WebSocket, SocketState>();
   const waiting = new WaitingSockets(deps.waiting.perAddress, deps.waiting.max);
@@ -237,7 +239,7 @@ export function attachWebSockets(
         const { requestId } = state;
         let caller: Caller;
         try {
-          caller = await authenticate(db, authorizationOfParams(ctx.connectionParams), clientOf(request.headers), requestId, {});
+          caller = await authenticate(db, { authorization: authorizationOfParams(ctx.connectionParams), client: clientOf(request.headers), requestId });
         } catch (err) {
           if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
           closeWith(socket, state, 'unauthorized');
@@ -279,12 +281,14 @@ export function attachWebSockets(
             }),
           ];
         }
-        // Errors go out through onError, formatted.
-        return prepareSubscription(schema, payload, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
+        // Refusals go out through onError, formatted.
+        const verdict = gate.admit(payload, state.caller!, 'ws', state.requestId);
+        if (verdict.kind !== 'admitted') return [...verdict.errors];
+        return subscriptionArgs(schema, verdict, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
       },
       subscribe: (args) => subscribeFresh(args),
-      onNext: (ctx, _id, _payload, _args, result) => formatResult(result, states.get(ctx.extra.socket)?.requestId ?? '') ?? undefined,
-      onError: (ctx, _id, _payload, errors) => formatErrors(errors, states.get(ctx.extra.socket)?.requestId ?? ''),
+      onNext: (ctx, _id, _payload, _args, result) => formatResult(gate, result, states.get(ctx.extra.socket)?.requestId ?? '') ?? undefined,
+      onError: (ctx, _id, _payload, errors) => gate.format(errors, states.get(ctx.extra.socket)?.requestId ?? ''),
     },
     wss,
     // Keep-alive: a ping every 12 s; a socket that does not answer with a pong in 12 s more is ended.

@@ -1,23 +1,21 @@
-import { parse } from 'graphql';
-import { DocumentStore } from '../../src/graphql/document-store.js';
+import { DocumentCache } from '../../src/graphql/documents.js';
+import { serviceSchema as graphQLSchema } from '../../src/services.js';
 
-/** Apollo's document store keeps a parsed document from the second time its text comes (no database). */
-test('a text seen once is not kept; seen again, its document is kept and served; delete forgets both', async () => {
-  const store = new DocumentStore();
-  const once = parse('{ users { data { id } } }');
-  await store.set('schema:once', once);
-  expect(await store.get('schema:once')).toBeUndefined();
+/** The gate (src/graphql/documents.ts) keeps a prepared document from the second time its text comes (no database). */
+test('a text seen once is not kept; seen again, its document is kept and served, refused ones too', async () => {
+  const cache = new DocumentCache({ schema: await graphQLSchema(), introspection: true }, () => {});
+  const once = cache.prepare('{ users { data { id } } }');
+  expect(once.document).not.toBeNull();
+  expect(cache.peek('{ users { data { id } } }')).toBeUndefined();
 
-  const twice = parse('{ viewer { id } }');
-  await store.set('schema:twice', twice);
-  await store.set('schema:twice', twice);
-  expect(await store.get('schema:twice')).toBe(twice);
-
-  expect(await store.delete('schema:twice')).toBe(true);
-  expect(await store.get('schema:twice')).toBeUndefined();
-  // Deleted, it starts over: seen once again, not kept.
-  await store.set('schema:twice', twice);
-  expect(await store.get('schema:twice')).toBeUndefined();
-  expect(await store.delete('schema:once')).toBe(true);
-  expect(await store.delete('schema:never')).toBe(false);
+  const first = cache.prepare('{ viewer { id } }');
+  const second = cache.prepare('{ viewer { id } }');
+  expect(second).not.toBe(first);
+  expect(cache.peek('{ viewer { id } }')).toBe(second);
+  expect(cache.prepare('{ viewer { id } }')).toBe(second);
+  // A refused text is kept the same way, with its errors.
+  cache.prepare('{ nosuch }');
+  const refused = cache.prepare('{ nosuch }');
+  expect(refused.refusal?.stage).toBe('validation');
+  expect(cache.prepare('{ nosuch }')).toBe(refused);
 });

@@ -1,5 +1,6 @@
 import { Trace } from '@apollo/usage-reporting-protobuf';
 import { readFile } from 'node:fs/promises';
+import { parse } from 'graphql';
 import { isCacheableDocument } from '../../src/graphql/cacheable.js';
 import { subgraphSchemaText } from '../../src/graphql/schema.js';
 import { serviceSubgraphSchema as graphQLSubgraphSchema } from '../../src/services.js';
@@ -230,9 +231,9 @@ describe('_entities', () => {
     // What the read cache decides from the subgraph schema (src/graphql/cacheable.ts): the marks
     // survived its derivation, and neither federation field is cacheable.
     const subgraph = await graphQLSubgraphSchema();
-    expect(isCacheableDocument(subgraph, `{ users(pageSize: 1) { data { id firstName applications { total } } } }`)).toBe(true);
-    expect(isCacheableDocument(subgraph, ENTITIES)).toBe(false);
-    expect(isCacheableDocument(subgraph, '{ _service { sdl } }')).toBe(false);
+    expect(isCacheableDocument(subgraph, parse(`{ users(pageSize: 1) { data { id firstName applications { total } } } }`))).toBe(true);
+    expect(isCacheableDocument(subgraph, parse(ENTITIES))).toBe(false);
+    expect(isCacheableDocument(subgraph, parse('{ _service { sdl } }'))).toBe(false);
   });
 });
 

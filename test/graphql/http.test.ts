@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 
 /**
@@ -265,17 +265,38 @@ describe('errors', () => {
     expect(body.errors[0].extensions).toMatchObject({ code: 'METHOD_NOT_ALLOWED', requestId: mutation.headers.get('x-request-id') });
   });
 
-  test('persisted queries are not offered: a clear PERSISTED_QUERY_NOT_SUPPORTED, nothing logged as an error', async () => {
+  test('automatic persisted queries, as Apollo Server’s defaults: PERSISTED_QUERY_NOT_FOUND, then the text once, then the hash alone', async () => {
     const before = svc.logLines.length;
-    for (const persistedQuery of [
-      { version: 1, sha256Hash: 'abc' },
-      { version: 2, sha256Hash: 'abc' },
+    const query = `query Persisted { users(filter: { lastName: { eq: "${uniq('apq')}" } }) { total } }`;
+    const persistedQuery = { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') };
+    const unknown = await post(JSON.stringify({ extensions: { persistedQuery } }));
+    expect(unknown.status).toBeLessThan(500);
+    expect(unknown.body.errors[0].extensions).toMatchObject({ code: 'PERSISTED_QUERY_NOT_FOUND', requestId: unknown.headers.get('x-request-id') });
+    const registered = await post(JSON.stringify({ query, extensions: { persistedQuery } }));
+    expect({ status: registered.status, body: registered.body }).toEqual({ status: 200, body: { data: { users: { total: 0 } } } });
+    for (const res of [
+      await post(JSON.stringify({ extensions: { persistedQuery } })),
+      await svc.request('GET', `/graphql?extensions=${encodeURIComponent(JSON.stringify({ persistedQuery }))}`),
     ]) {
-      const res = await post(JSON.stringify({ query: '{ users { total } }', extensions: { persistedQuery } }));
-      expect(res.status).toBeLessThan(500);
-      expect(res.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_SUPPORTED');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { data: { users: { total: 0 } } } });
     }
+    // A hash that is not the text's, another version of the protocol: the client's mistakes (400).
+    const mismatch = await post(JSON.stringify({ query: '{ viewer { id } }', extensions: { persistedQuery } }));
+    expect({ status: mismatch.status, code: mismatch.body.errors[0].extensions.code }).toEqual({ status: 400, code: 'BAD_REQUEST' });
+    const version = await post(JSON.stringify({ query, extensions: { persistedQuery: { ...persistedQuery, version: 2 } } }));
+    expect({ status: version.status, code: version.body.errors[0].extensions.code }).toEqual({ status: 400, code: 'BAD_REQUEST' });
+    expect(version.body.errors[0].extensions.requestId).toBe(version.headers.get('x-request-id'));
     expect(svc.logLines.slice(before).filter((l) => JSON.parse(l).level === 'error')).toEqual([]);
+  });
+
+  test('a persisted query is checked as its text is: a hash whose text is over a limit is refused as the text is', async () => {
+    const query = `{ users(pageSize: 1000) { data { applications(pageSize: 1000) { data { right } } } } } # ${uniq('costly')}`;
+    const persistedQuery = { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') };
+    const text = await post(JSON.stringify({ query, extensions: { persistedQuery } }));
+    expect({ status: text.status, code: text.body.errors[0].extensions.code }).toEqual({ status: 400, code: 'GRAPHQL_VALIDATION_FAILED' });
+    // Refused, so never registered.
+    const hash = await post(JSON.stringify({ extensions: { persistedQuery } }));
+    expect(hash.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
   });
 });
 
