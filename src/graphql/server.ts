@@ -198,6 +198,47 @@ async function startApollo({ db, log, introspection, gate, federation = false }:
   return apollo;
 }
 
+/** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
+async function readGraphQLBody(ctx: AppContext): Promise<void> {
+  await readBody(ctx, 'json');
+  const body: unknown = ctx.request.body;
+  if (typeof body !== 'object' || body === null) {
+    throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
+  }
+}
+
+/**
+ * The caller, or null for a request without a credential, which only introspection may be
+ * (checked once the gate has read the document). As on REST, a missing or invalid token is a
+ * 401 before anything else is said about the request (its body, its document, the schema); with
+ * a credential, the body is read in full before the token is looked up (that statement also
+ * reads the snapshot a cached answer is served under: a body that arrives after a write must not
+ * get an answer from before it; `snapshot`: the read cache is on).
+ */
+async function callerFor(ctx: AppContext, { db, introspection }: GraphQLDeps, snapshot: boolean): Promise<Caller | null> {
+  const header = authorizationOf(ctx.req);
+  const bodyProblem =
+    header !== undefined && ctx.method === 'POST'
+      ? await readGraphQLBody(ctx).then(
+          () => null,
+          (err: unknown) => ({ err }),
+        )
+      : null;
+  let caller: Caller;
+  try {
+    const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+    caller = await authenticate(db, credential, { snapshot, floor: db.readFloors });
+  } catch (err) {
+    // Only a request with no credential at all may fall back to introspection: a wrong one is
+    // a 401 (Sandbox shows it), as the README's table says.
+    if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
+    if (ctx.method === 'POST') await readGraphQLBody(ctx).catch(() => Promise.reject(err));
+    return null;
+  }
+  if (bodyProblem) throw bodyProblem.err;
+  return caller;
+}
+
 /**
  * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
  * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
@@ -210,47 +251,6 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
   const { db, services, log, introspection, gate } = deps;
   const answers = deps.readCache ? new GraphQLReadCache(deps.readCache) : null;
   const apollo = await startApollo(deps);
-
-  /** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
-  async function readGraphQLBody(ctx: AppContext): Promise<void> {
-    await readBody(ctx, 'json');
-    const body: unknown = ctx.request.body;
-    if (typeof body !== 'object' || body === null) {
-      throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
-    }
-  }
-
-  /**
-   * The caller, or null for a request without a credential, which only introspection may be
-   * (checked once the gate has read the document). As on REST, a missing or invalid token is a
-   * 401 before anything else is said about the request (its body, its document, the schema); with
-   * a credential, the body is read in full before the token is looked up (that statement also
-   * reads the snapshot a cached answer is served under: a body that arrives after a write must not
-   * get an answer from before it).
-   */
-  async function callerFor(ctx: AppContext): Promise<Caller | null> {
-    const header = authorizationOf(ctx.req);
-    const bodyProblem =
-      header !== undefined && ctx.method === 'POST'
-        ? await readGraphQLBody(ctx).then(
-            () => null,
-            (err: unknown) => ({ err }),
-          )
-        : null;
-    let caller: Caller;
-    try {
-      const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      caller = await authenticate(db, credential, { snapshot: answers !== null, floor: db.readFloors });
-    } catch (err) {
-      // Only a request with no credential at all may fall back to introspection: a wrong one is
-      // a 401 (Sandbox shows it), as the README's table says.
-      if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
-      if (ctx.method === 'POST') await readGraphQLBody(ctx).catch(() => Promise.reject(err));
-      return null;
-    }
-    if (bodyProblem) throw bodyProblem.err;
-    return caller;
-  }
 
   /**
    * Apollo Server answers a request the gate admitted (or left to it), through its public
@@ -307,7 +307,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const caller = await callerFor(ctx);
+      const caller = await callerFor(ctx, deps, answers !== null);
       const request = operationRequestOf(ctx);
       const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
       const verdict = verdictOf(ctx, request, caller, transport);
