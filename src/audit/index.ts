@@ -8,6 +8,8 @@ import { auditService } from './audit.service.js';
 export default defineModule({
   key: 'audit',
   records: [auditEvents],
+  // The log records no events of its own: its record is no audit resource.
+  auditResources: [],
   scope: { name: 'audit', actions: ['read'] },
   service: () => auditService(),
   routes: (service) => auditRoutes(service),

@@ -142,7 +142,9 @@ function recordMutations<R extends Resource>(
     const description = descriptions[op] ?? fallback;
     return description ? { description } : {};
   };
-  const writeInput = (input: unknown, mode: 'create' | 'replace' | 'patch') => parseWrite(resource, input, mode, undefined, { idsAsText: true });
+  /** Input parsed as the service's definition says (a webhook's: its event patterns over the running modules' audit resources). */
+  const writeInput = (service: RecordService<R>, input: unknown, mode: 'create' | 'replace' | 'patch') =>
+    parseWrite(service.resource, input, mode, undefined, { idsAsText: true });
   /** The caller and the service, once the operation's permission is checked. */
   const begin = (ctx: GraphQLContext, op: keyof RecordService<R>['permissions']) => {
     const caller = callerOf(ctx);
@@ -168,7 +170,7 @@ function recordMutations<R extends Resource>(
       [Arg('input', () => types.Input!)],
       async (input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'create');
-        return inArgument('input', () => service.create(caller, ctx.sql, writeInput(input, 'create')));
+        return inArgument('input', () => service.create(caller, ctx.sql, writeInput(service, input, 'create')));
       },
     ),
     update: mutation(
@@ -180,7 +182,7 @@ function recordMutations<R extends Resource>(
       async (raw: string, input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'replace');
         const recordId = parseId(raw);
-        return (await inArgument('input', () => service.replace(caller, ctx.sql, recordId, writeInput(input, 'replace')))).record;
+        return (await inArgument('input', () => service.replace(caller, ctx.sql, recordId, writeInput(service, input, 'replace')))).record;
       },
     ),
     patch: mutation(
@@ -192,7 +194,7 @@ function recordMutations<R extends Resource>(
       async (raw: string, input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'patch');
         const recordId = parseId(raw);
-        return inArgument('input', () => service.patch(caller, ctx.sql, recordId, writeInput(input, 'patch')));
+        return inArgument('input', () => service.patch(caller, ctx.sql, recordId, writeInput(service, input, 'patch')));
       },
     ),
     destroy: mutation(

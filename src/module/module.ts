@@ -40,6 +40,12 @@ export interface ModuleSpec<K extends string, S> {
    * links with it (every module's record service is told: `ModuleDeps.cascadeOf`).
    */
   relations?: readonly Relation[];
+  /**
+   * The audit log's resources its writes record events under (an event's `resource`, which webhook
+   * event patterns name: `ModuleDeps.auditResources`). Left out: its records' names and its
+   * relations' link resources (`auditResourcesOf`); the audit module's own record writes none.
+   */
+  auditResources?: readonly string[];
   /** Its own migrations (a new table), run in name order with the core ones of src/db/migrations/. */
   migrations?: readonly MigrationObject[];
   /** What it does around the migrations with the key ring, and checks once they ran (tokens: the key check). */
@@ -119,6 +125,8 @@ export interface ModuleDeps {
   services: ServiceContainer;
   /** What a delete of a record of `resource` takes with it besides its definition's own `cascade`: the links of every module's relations. */
   cascadeOf(resource: Resource): readonly Cascade[];
+  /** Every module's audit resources, in list order: what an audit event's `resource` may be (webhooks' event patterns name them). */
+  auditResources: readonly string[];
 }
 
 export interface RouteContext {
@@ -131,6 +139,10 @@ export interface GraphQLApi<S> {
   /** The module's service in the request's context. */
   service(ctx: GraphQLContext): S;
 }
+
+/** The audit resources a module writes events under: its own declaration, else its records' names and its relations' link resources. */
+export const auditResourcesOf = (module: AnyModule): readonly string[] =>
+  module.auditResources ?? [...new Set([...(module.records ?? []).map((r) => r.name), ...(module.relations ?? []).map((r) => r.auditResource)])];
 
 /** Declares a module (the identity: the type parameters keep its key and service type for the container's type). */
 export function defineModule<K extends string, S>(spec: ModuleSpec<K, S>): Module<K, S> {

@@ -15,7 +15,7 @@ import { buildGraphQLSchema } from '../graphql/schema.js';
 import type { RouteSpec } from '../http/routes.js';
 import { entitySchemaOf } from '../resource/entity.js';
 import type { Resource } from '../resource/resource.js';
-import type { AnyModule, GraphQLApi, ModuleDeps, ModuleRuntime, Stoppable } from './module.js';
+import { auditResourcesOf, type AnyModule, type GraphQLApi, type ModuleDeps, type ModuleRuntime, type Stoppable } from './module.js';
 
 /**
  * Everything generic code derives from the list of modules (src/modules.ts), each derivation a
@@ -31,6 +31,9 @@ export function scopeVocabulary(modules: readonly AnyModule[]): ScopeVocabulary 
   );
   return new ScopeVocabulary(scopes);
 }
+
+/** The audit log's resources: every module's (auditResourcesOf), in list order, each once. */
+export const auditResources = (modules: readonly AnyModule[]): readonly string[] => [...new Set(modules.flatMap(auditResourcesOf))];
 
 /** The permission declarations of a service (`service.permissions`: each operation's) and of the services it holds (a relation's). */
 function declarationsOf(service: unknown, where: string): [string, string][] {
@@ -54,10 +57,11 @@ export function createServices(modules: readonly AnyModule[], keyring: Keyring, 
   const scopes = scopeVocabulary(modules);
   const relations = modules.flatMap((m) => m.relations ?? []);
   const cascadeOf = (resource: Resource) => relations.flatMap((relation) => relation.cascadeOf(resource));
+  const audited = auditResources(modules);
   const services: Record<string, unknown> = {};
   for (const module of modules) {
     if (Object.hasOwn(services, module.key)) throw new Error(`two modules have the key "${module.key}"`);
-    const deps: ModuleDeps = { config, keyring, scopes, services: { ...services }, cascadeOf };
+    const deps: ModuleDeps = { config, keyring, scopes, services: { ...services }, cascadeOf, auditResources: audited };
     const service = module.service(deps);
     checkPermissions(module, service, scopes);
     services[module.key] = service;

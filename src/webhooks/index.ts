@@ -29,7 +29,7 @@ export default defineModule({
   records: [webhooks, webhookDeliveries],
   scope: 'webhook',
   migrations: [{ name: 'Migration20261210000000_webhooks', class: Migration20261210000000_webhooks }],
-  service: (deps) => webhookService(deps.keyring, { allowPrivate: deps.config.webhooks.allowPrivate }, deps),
+  service: (deps) => webhookService(deps.keyring, { allowPrivate: deps.config.webhooks.allowPrivate, auditResources: deps.auditResources }, deps),
   routes: (service, { basePath }) => webhookRoutes(service, basePath),
   graphql: (api) => webhookResolvers(api),
   start({ config, db, events, log, metrics: registry }) {

@@ -7,7 +7,7 @@ import { plainColumns, type Encode } from '../resource/writes.js';
 import type { Keyring } from '../db/keyring.js';
 import { urlProblem } from './destination.js';
 import { newSecret } from './signing.js';
-import { webhookDeliveries, webhooks, type WebhookDelivery, type WebhookRecord, type WebhookValues } from './webhook.resource.js';
+import { webhookDeliveries, webhooks, webhooksOver, type WebhookDelivery, type WebhookRecord, type WebhookValues } from './webhook.resource.js';
 
 /**
  * The webhooks' operations (docs/rest.md#webhooks) over the generic record service, with their own
@@ -36,7 +36,11 @@ const KEEP_PREVIOUS_SECRET = `insert into webhook_secrets (webhook_id, secret_ci
   select id, secret_cipher, now() + interval '${SECRET_OVERLAP}' from webhooks where id = ?::bigint and secret_hmac is distinct from ?::bytea`;
 const RESUME = `update webhook_states set attempt = 0, next_attempt_at = null, failing_since = null, lease_owner = null, lease_until = null where webhook_id = ?::bigint`;
 
-export function webhookService(keyring: Keyring, options: { allowPrivate: boolean }, deps: RecordDeps) {
+/**
+ * `allowPrivate`: WEBHOOK_ALLOW_PRIVATE; `auditResources`: the audit log's resources of the running
+ * modules, which a webhook's event patterns may name (ModuleDeps.auditResources).
+ */
+export function webhookService(keyring: Keyring, options: { allowPrivate: boolean; auditResources: readonly string[] }, deps: RecordDeps) {
   /** The secret goes into its keyed hash and ciphertext; every other field into its column. */
   const encode: Encode = (name, field, value) =>
     field.kind !== 'secret'
@@ -47,7 +51,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
         ];
 
   const records = recordService(
-    webhooks,
+    webhooksOver(options.auditResources),
     {
       encode,
       // No unique index on webhooks: never reached.

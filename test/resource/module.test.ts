@@ -121,6 +121,27 @@ test('its scope joins the vocabulary: read and write are checked, and only a hol
   expect((await grant('calendar:write')).status).toBe(201);
 });
 
+test('its audit resource joins those a webhook’s event patterns may name, over REST and GraphQL', async () => {
+  // Inactive: nothing is delivered to the made-up address.
+  const body = { url: 'https://hooks.example.invalid/groups', events: ['group.create', 'group.*'], active: false };
+  const created = await svc.request('POST', '/webhook/', { body });
+  expect(created.status).toBe(201);
+  const viaGraphQL = await svc.graphql('mutation ($input: WebhookInput!) { createWebhook(input: $input) { events } }', {
+    input: { ...body, events: ['group.delete'] },
+  });
+  expect(viaGraphQL.body).toEqual({ data: { createWebhook: { events: ['group.delete'] } } });
+  const refused = await svc.request('POST', '/webhook/', { body: { ...body, events: ['grouping.create'] } });
+  expect({ status: refused.status, details: refused.body.details }).toEqual({
+    status: 400,
+    details: [
+      {
+        field: 'events',
+        message: expect.stringContaining("over the audit log's resources (user, token, application, role, application_link, role_link, webhook, group)"),
+      },
+    ],
+  });
+});
+
 test('its work beside the requests starts with the service, reads the event source, has its metric in /metrics, and stops with it', async () => {
   const before = groupWork.length;
   const other = await startTestService({}, { modules: [...MODULES, group] });
