@@ -2,7 +2,7 @@
 // token's lookup as the service makes it, its keyed hash (the service's own Keyring, from a build)
 // and one named statement.
 import pg from 'pg';
-import { Keyring } from '../dist/src/tokens/secrets.js';
+import { Keyring } from '../dist/src/db/keyring.js';
 
 export const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const keyring = Keyring.of(Buffer.from(process.env.TOKEN_KEY ?? '', 'base64'));

@@ -7,7 +7,7 @@
 //   export TOKEN_KEY=$(node -e "console.log(require('crypto').randomBytes(32).toString('base64'))")
 //   node bench/us-seed-secrets.mjs > /tmp/us-seed-secrets.sql
 import { readFileSync } from 'node:fs';
-import { Keyring } from '../dist/src/tokens/secrets.js';
+import { Keyring } from '../dist/src/db/keyring.js';
 
 const key = Buffer.from(process.env.TOKEN_KEY ?? '', 'base64');
 if (key.length !== 32) throw new Error('set TOKEN_KEY to 32 bytes in base64');

@@ -1,8 +1,6 @@
 import type { RequestListener } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
-import { applicationRoutes } from './applications/application.routes.js';
-import { auditRoutes } from './audit/audit.routes.js';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { AppError } from './errors.js';
@@ -12,24 +10,24 @@ import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, servicePackage } from './http/docs.js';
 import { requestEdge } from './http/middleware.js';
+import type { Metrics } from './http/metrics.js';
 import { openApiDocument } from './http/openapi.js';
+import { json } from './http/openapi-schemas.js';
 import { mountRoutes, type ApiTag, type DocumentedRoute, type RouteSpec } from './http/routes.js';
-import { linkRoutes } from './links/link.routes.js';
+import type { AnyModule } from './module/module.js';
+import { apiRoutes as routesOf } from './module/registry.js';
+import { MODULES } from './modules.js';
 import type { Logger } from './observability/log.js';
-import type { Metrics } from './observability/metrics.js';
 import { DatabaseOutage } from './observability/outage.js';
-import { oauthRoutes } from './oauth/oauth.routes.js';
 import type { ReadCache } from './read-cache/store.js';
-import { roleRoutes } from './roles/role.routes.js';
 import type { Services } from './services.js';
-import { tokenRoutes } from './tokens/token.routes.js';
-import { userRoutes } from './users/user.routes.js';
-import { webhookRoutes } from './webhooks/webhook.routes.js';
 
 export interface AppDeps {
   config: Pick<Config, 'basePath' | 'corsOrigins' | 'graphqlIntrospection'>;
   db: Database;
   services: Services;
+  /** The modules the services were made of (src/modules.ts). */
+  modules: readonly AnyModule[];
   log: Logger;
   metrics: Metrics | null;
   /** The /graphql endpoint. */
@@ -40,18 +38,9 @@ export interface AppDeps {
   stopping?: () => boolean;
 }
 
-/** The REST API's route table (below BASE_PATH). */
-export function apiRoutes({ services }: Pick<AppDeps, 'services'>, basePath: string): RouteSpec[] {
-  return [
-    ...userRoutes(services.users, basePath),
-    ...tokenRoutes(services.tokens, basePath),
-    ...applicationRoutes(services.applications, basePath),
-    ...roleRoutes(services.roles, basePath),
-    ...linkRoutes(services.links),
-    ...webhookRoutes(services.webhooks, basePath),
-    ...auditRoutes(services.audit),
-    ...oauthRoutes(services.tokens, services.links),
-  ];
+/** The REST API's route table (below BASE_PATH): the modules' routes, in list order. */
+export function apiRoutes({ services, modules = MODULES }: Pick<AppDeps, 'services'> & Partial<Pick<AppDeps, 'modules'>>, basePath: string): RouteSpec[] {
+  return routesOf(modules, services, basePath);
 }
 
 const SERVICE_TAG: ApiTag = {
@@ -79,7 +68,12 @@ const PUBLIC_ROUTES: readonly PublicRoute[] = [
   {
     method: 'GET',
     path: '/healthz',
-    docs: { tag: SERVICE_TAG, summary: 'Liveness', description: 'Answers `{"status":"ok"}` while the process serves requests, whatever the database does.' },
+    docs: {
+      tag: SERVICE_TAG,
+      summary: 'Liveness',
+      description: 'Answers `{"status":"ok"}` while the process serves requests, whatever the database does.',
+      operation: { responses: { 200: { description: '{"status":"ok"}', content: json({ type: 'object' }) } } },
+    },
     serve: () => (ctx) => {
       ctx.body = { status: 'ok' };
     },
@@ -93,6 +87,7 @@ const PUBLIC_ROUTES: readonly PublicRoute[] = [
       description:
         'Answers `{"status":"ready"}` when the database answers and every migration has run; 503 otherwise, and while the service ' +
         'drains before a stop (SHUTDOWN_DRAIN_MS).',
+      operation: { responses: { 200: { description: '{"status":"ready"}', content: json({ type: 'object' }) }, 503: { $ref: '#/components/responses/E503' } } },
     },
     serve:
       ({ ready, stopping }) =>
@@ -110,6 +105,7 @@ const PUBLIC_ROUTES: readonly PublicRoute[] = [
       tag: SERVICE_TAG,
       summary: 'Prometheus metrics',
       description: 'Requests by method, route and status, GraphQL operations, the database pool, subscriptions and the process (METRICS=false turns it off).',
+      operation: { responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
     },
     serve: ({ metrics }) => metrics!.endpoint,
   },
@@ -120,6 +116,7 @@ const PUBLIC_ROUTES: readonly PublicRoute[] = [
       tag: SERVICE_TAG,
       summary: 'This document',
       description: 'The OpenAPI 3.1 document of the REST API, built from the route table and the resource definitions.',
+      operation: { responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
     },
     serve:
       ({ document }) =>
@@ -134,6 +131,7 @@ const PUBLIC_ROUTES: readonly PublicRoute[] = [
       tag: SERVICE_TAG,
       summary: 'This document, rendered',
       description: 'An HTML reference rendered from `/openapi.json` by Swagger UI, served by the service itself (no CDN).',
+      operation: { responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
     },
     serve: ({ docsPage }) => docsPage,
   },
@@ -146,8 +144,12 @@ const publicRoutes = (config: Pick<Config, 'metrics'>) => PUBLIC_ROUTES.filter((
  * The OpenAPI document of a service with these settings: `/openapi.json`, and `npm run openapi`,
  * which builds it without a database (the route tables only hold their services' functions).
  */
-export function serviceDocument(config: Pick<Config, 'basePath' | 'metrics'>, services: Services): Record<string, unknown> {
-  return openApiDocument({ api: apiRoutes({ services }, config.basePath), public: publicRoutes(config), basePath: config.basePath }, servicePackage());
+export function serviceDocument(
+  config: Pick<Config, 'basePath' | 'metrics'>,
+  services: Services,
+  modules: readonly AnyModule[] = MODULES,
+): Record<string, unknown> {
+  return openApiDocument({ api: apiRoutes({ services, modules }, config.basePath), public: publicRoutes(config), basePath: config.basePath }, servicePackage());
 }
 
 /**
@@ -156,7 +158,7 @@ export function serviceDocument(config: Pick<Config, 'basePath' | 'metrics'>, se
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
-export function createApp({ config, db, services, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
+export function createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   const routers: Router<AppState>[] = [];
   app.use(
@@ -171,7 +173,8 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
   const health = new Router<AppState>();
   const docs = docsPage();
   const served = publicRoutes({ metrics: metrics !== null });
-  const document = serviceDocument({ basePath: config.basePath, metrics: metrics !== null }, services);
+  const routes = apiRoutes({ services, modules }, config.basePath);
+  const document = openApiDocument({ api: routes, public: served, basePath: config.basePath }, servicePackage());
   const deps: PublicDeps = { ready: () => db.ready(), stopping, metrics, document, docsPage: docs.page };
   for (const route of served) health.get(route.path, route.serve(deps));
   app.use(docs.assets);
@@ -185,7 +188,7 @@ export function createApp({ config, db, services, log, metrics, graphql, readCac
   graphQL.all('/graphql', graphql.middleware);
   app.use(graphQL.routes());
 
-  const rest = mountRoutes(apiRoutes({ services }, config.basePath), { db, readCache }, config.basePath);
+  const rest = mountRoutes(routes, { db, readCache }, config.basePath);
   app.use(rest.routes());
   app.use(rest.allowedMethods());
   routers.push(health, rest);

@@ -8,34 +8,32 @@ import { DatabaseBusyError, DatabaseUnavailableError, isServerError } from './db
  * a status, headers and the JSON error body (src/http/errors.ts), GraphQL to `extensions.code`
  * (src/graphql/errors.ts).
  */
-export type ErrorCode =
-  | 'BAD_REQUEST'
-  | 'UNAUTHORIZED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'REQUEST_TIMEOUT'
-  | 'CONFLICT'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'TOO_MANY_REQUESTS'
-  | 'HEADERS_TOO_LARGE'
-  | 'INTERNAL'
-  | 'UNAVAILABLE';
+/**
+ * The error codes, as an interface so that a transport adds the codes only it has (HTTP: a method
+ * not allowed, a body too large…; src/http/errors.ts) where it is written: these are the domain's.
+ */
+export interface ErrorCodes {
+  BAD_REQUEST: true;
+  UNAUTHORIZED: true;
+  FORBIDDEN: true;
+  NOT_FOUND: true;
+  CONFLICT: true;
+  INTERNAL: true;
+  UNAVAILABLE: true;
+}
+export type ErrorCode = keyof ErrorCodes;
 
 export interface FieldProblem {
   field: string;
   message: string;
 }
 
-/** What an error tells a protocol beyond its code. */
+/** What an error tells a protocol beyond its code (a transport adds what its own codes tell). */
 export interface ErrorInfo {
   /** UNAUTHORIZED: no credential at all, or one that is wrong. */
   credential?: 'missing' | 'invalid';
   /** FORBIDDEN: the permission the caller lacks. */
   permission?: string;
-  /** METHOD_NOT_ALLOWED: the methods the path serves. */
-  allow?: readonly string[];
   /** UNAVAILABLE: the database answers, but this instance has more requests than connections (not an outage). */
   overload?: boolean;
 }
@@ -74,10 +72,6 @@ export class AppError extends Error {
 
   static forbidden(permission: string, message = `this token lacks the "${permission}" permission`): AppError {
     return new AppError('FORBIDDEN', message, undefined, { permission });
-  }
-
-  static methodNotAllowed(method: string, allow: readonly string[]): AppError {
-    return new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${allow.join(', ')}`, undefined, { allow });
   }
 
   static unavailable(message = 'the database is unavailable; try again shortly'): AppError {

@@ -1,32 +1,27 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';
-import { ensureFirstToken } from './auth/bootstrap.js';
+import { ensureFirstToken } from './tokens/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import type { StatementListener } from './db/sql.js';
 import { createGate } from './graphql/gate.js';
-import { graphQLSchema, graphQLSubgraphSchema } from './graphql/schema.js';
-import { createGraphQL } from './graphql/server.js';
+import { createGraphQL, type GraphQLEndpoint } from './graphql/server.js';
 import { answerOnSocket, clientErrorAnswer, CONNECT_REFUSED, MAX_HEADER_BYTES } from './http/errors.js';
 import { createLogger, type Logger } from './observability/log.js';
-import { createMetrics } from './observability/metrics.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
 import { createReadCache } from './read-cache/store.js';
 import { openEventSource, type EventSource } from './realtime/events.js';
 import { Hub } from './realtime/hub.js';
 import { sseEndpoint } from './realtime/sse.js';
 import { attachWebSockets } from './realtime/ws.js';
-import { createServices } from './services.js';
-import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js';
-import { webhookStanding } from './webhooks/standing.js';
+import type { AnyModule, Stoppable } from './module/module.js';
+import { checkLiveCounts, databaseSchemaOf, startModules } from './module/registry.js';
+import { MODULES } from './modules.js';
+import { createServices, serviceSchema, serviceSubgraphSchema, type Services } from './services.js';
 
-/**
- * Connections of the webhook deliveries' own pool (per instance and worker): deliveries never wait
- * for a connection behind requests, nor requests behind them. Its commits do not wait for the disk:
- * a crash of PostgreSQL itself may undo the last positions stored, and those events are delivered
- * again (at least once holds; a crash of the service loses nothing either way).
- */
-const WEBHOOK_CONNECTIONS = 3;
+/** No work beside the requests (a start stopped before it got there). */
+const NO_WORK: Stoppable = { stop: async () => {} };
 
 /** How long a stop waits for the database pool (and the embedded database) to close. */
 const DB_CLOSE_TIMEOUT_MS = 5_000;
@@ -104,32 +99,95 @@ export interface StartOptions {
   onStatement?: StatementListener;
   /** Whether a stop was asked for while starting (a signal): a start waiting for its migrations gives up. */
   stopRequested?: () => boolean;
+  /** The modules to serve: src/modules.ts's MODULES, unless a test adds one of its own. */
+  modules?: readonly AnyModule[];
   /** The clock of the read cache's one-second windows (milliseconds; performance.now by default): tests step it by hand. */
   readCacheClock?: () => number;
 }
 
-export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
-  const db = await openDatabase(config, { onStatement: options.onStatement, log });
-  let server: Server | undefined;
-  let events: EventSource | undefined;
-  try {
-    if (config.migrate) {
-      const ran = await db.migrate((count) => log.info('plain tokens encrypted', { count }));
-      if (ran.length) log.info('migrations applied', { migrations: ran });
+/**
+ * The answers a server makes: each request admitted on its connection in the order HTTP/1.1
+ * allows (class Connection), counted until answered; once stopping, every answer closes its
+ * connection (those being prepared included): a keep-alive client cannot hold the process open by
+ * sending more requests, and the stop ends when the last answer is out rather than when idle
+ * connections time out.
+ */
+class Answers {
+  private stopping = false;
+  private readonly unanswered = new Set<ServerResponse>();
+  private readonly connections = new WeakMap<Socket, Connection>();
+  /** Set while a stop waits for the answers under way. */
+  private lastAnswered: (() => void) | null = null;
+
+  /** `isStream`: an event stream (SSE) is no answer a stop waits for: it ends with the subscriptions. */
+  constructor(private readonly isStream: (res: ServerResponse) => boolean) {}
+
+  private static closeAfter(res: ServerResponse): void {
+    res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
+  }
+
+  private pending(): boolean {
+    return [...this.unanswered].some((r) => !this.isStream(r));
+  }
+
+  admit(req: IncomingMessage, res: ServerResponse, listener: RequestListener): void {
+    if (this.stopping) Answers.closeAfter(res);
+    else {
+      this.unanswered.add(res);
+      // emitted once answered, or once the connection drops
+      res.once('close', () => {
+        this.unanswered.delete(res);
+        if (this.lastAnswered && !this.pending()) this.lastAnswered();
+      });
     }
-    const services = createServices(db.keyring, { webhooks: config.webhooks });
-    const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
-    const metrics = config.metrics ? createMetrics(db) : null;
-    metrics?.webhooks.readStanding(() => webhookStanding(db.sql));
-    // Subscriptions (docs/graphql.md#subscriptions): one event source and hub for the instance, served over SSE by the
-    // GraphQL endpoint and over WebSocket on the same server.
-    events = openEventSource({ sql: db.sql, log });
-    const eventSource = events;
+    let connection = this.connections.get(req.socket);
+    if (!connection) this.connections.set(req.socket, (connection = new Connection()));
+    connection.admit(req, res, () => void listener(req, res));
+  }
+
+  /** The socket's connection, when a request came on it. */
+  connectionOf(socket: Socket): Connection | undefined {
+    return this.connections.get(socket);
+  }
+
+  /** From now on every answer closes its connection; resolves once no answer but event streams is under way. */
+  stop(): Promise<void> {
+    this.stopping = true;
+    for (const res of this.unanswered) Answers.closeAfter(res);
+    return new Promise<void>((resolve) => {
+      this.lastAnswered = resolve;
+      if (!this.pending()) resolve();
+    });
+  }
+}
+
+/** What serves HTTP: the server, its answers, GraphQL (over HTTP and SSE), the WebSockets, and the event source they stream from. */
+interface Http {
+  server: Server;
+  answers: Answers;
+  graphql: GraphQLEndpoint;
+  webSockets: ReturnType<typeof attachWebSockets>;
+  events: EventSource;
+  metrics: Metrics | null;
+  /** /readyz answers 503 from now on (the drain before a stop). */
+  drain(): void;
+}
+
+/**
+ * Builds what serves HTTP on the database and the services: the read cache, metrics, the event
+ * source and its hub (docs/graphql.md#subscriptions: one for the instance, served over SSE by the
+ * GraphQL endpoint and over WebSocket on the same server), GraphQL, the Koa app, and the HTTP server.
+ */
+async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
+  const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
+  const metrics = config.metrics ? createMetrics(db) : null;
+  const events = openEventSource({ sql: db.sql, log });
+  try {
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each, on the schema
     // /graphql serves (the subgraph's with GRAPHQL_FEDERATION: subscriptions are in it too).
     const gate = await createGate({
-      schema: config.graphqlFederation ? await graphQLSubgraphSchema() : await graphQLSchema(),
+      schema: config.graphqlFederation ? await serviceSubgraphSchema(modules) : await serviceSchema(modules),
       introspection: config.graphqlIntrospection,
       log,
       metrics: metrics?.trustedDocuments ?? null,
@@ -147,11 +205,11 @@ export async function startService(config: Config, log: Logger = createLogger(co
       sse,
     });
     let draining = false;
-    const listener: RequestListener = createApp({ config, db, services, log, metrics, graphql, readCache, stopping: () => draining });
+    const listener: RequestListener = createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.
-    server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false });
     const webSockets = attachWebSockets(server, {
       gate,
       db,
@@ -161,123 +219,118 @@ export async function startService(config: Config, log: Logger = createLogger(co
       corsOrigins: config.corsOrigins,
       waiting: { perAddress: config.subscriptionsWaitingPerAddress, max: config.subscriptionsWaiting, initTimeoutMs: config.subscriptionsInitTimeoutMs },
     });
-    // A client may half-close its side of the connection once its request is sent (a FIN): its
-    // answers are still written, then the connection ends. Node's HTTP server ends a connection as
-    // soon as it reads the FIN unless this server field is on; it has no option of the constructor
-    // for it (the field is Node's own, public though not in its documentation; a test guards it).
-    (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-    // Once stopping, every answer closes its connection (those being prepared included): a
-    // keep-alive client cannot hold the process open by sending more requests, and the stop ends
-    // when the last answer is out rather than when idle connections time out.
-    let stopped: Promise<void> | undefined; // set by the first stop()
-    let stopping = false; // set once the drain is over: answers close their connections
-    const unanswered = new Set<ServerResponse>();
-    const closeAfterAnswer = (res: ServerResponse) => {
-      res.shouldKeepAlive = false; // Node then writes "Connection: close" and ends the socket after it
-    };
-    const connections = new WeakMap<Socket, Connection>();
-    const connectionOf = (socket: Socket) => {
-      let connection = connections.get(socket);
-      if (!connection) connections.set(socket, (connection = new Connection()));
-      return connection;
-    };
-    let lastAnswered: (() => void) | null = null; // set while a stop waits for the answers under way
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      if (stopping) closeAfterAnswer(res);
-      else {
-        unanswered.add(res);
-        // emitted once answered, or once the connection drops
-        res.once('close', () => {
-          unanswered.delete(res);
-          if (lastAnswered && ![...unanswered].some((r) => !sse.isStream(r))) lastAnswered();
-        });
-      }
-      connectionOf(req.socket).admit(req, res, () => void listener(req, res));
-    });
-    // A request Node's parser refuses (a header with control characters, headers over 64 KiB, bytes
-    // past a request's Content-Length that are no request) still gets the JSON error body, after
-    // the answers to the requests before it on the connection: the connection then closes (the
-    // parser cannot know where a next request would start).
-    server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
-      if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
-      const connection = connections.get(socket);
-      void (connection ? connection.idle() : Promise.resolve()).then(() => answerOnSocket(socket, clientErrorAnswer(err)));
-    });
-    // CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa: this service is no proxy.
-    server.on('connect', (req: IncomingMessage, socket: Socket) => {
-      const given = req.headers['x-request-id'];
-      answerOnSocket(socket, CONNECT_REFUSED, typeof given === 'string' ? given : undefined);
-    });
-    server.keepAliveTimeout = 5_000;
-    await new Promise<void>((resolve, reject) => {
-      server!.once('error', reject);
-      server!.listen(config.port, config.host, () => resolve());
-    });
-    const { port } = server.address() as AddressInfo;
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const url = `http://${host}:${port}`;
+    const answers = new Answers((res) => sse.isStream(res));
+    serveOn(server, answers, listener);
+    return { server, answers, graphql, webSockets, events, metrics, drain: () => (draining = true) };
+  } catch (err) {
+    await events.close();
+    throw err;
+  }
+}
+
+/** The server's handling of connections: requests, requests Node's parser refuses, CONNECT, half-closed connections. */
+function serveOn(server: Server, answers: Answers, listener: RequestListener): void {
+  // A client may half-close its side of the connection once its request is sent (a FIN): its
+  // answers are still written, then the connection ends. Node's HTTP server ends a connection as
+  // soon as it reads the FIN unless this server field is on; it has no option of the constructor
+  // for it (the field is Node's own, public though not in its documentation; a test guards it).
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => answers.admit(req, res, listener));
+  // A request Node's parser refuses (a header with control characters, headers over 64 KiB, bytes
+  // past a request's Content-Length that are no request) still gets the JSON error body, after
+  // the answers to the requests before it on the connection: the connection then closes (the
+  // parser cannot know where a next request would start).
+  server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const connection = answers.connectionOf(socket);
+    void (connection ? connection.idle() : Promise.resolve()).then(() => answerOnSocket(socket, clientErrorAnswer(err)));
+  });
+  // CONNECT (a proxy's method) reaches Node's 'connect' event, not Koa: this service is no proxy.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const given = req.headers['x-request-id'];
+    answerOnSocket(socket, CONNECT_REFUSED, typeof given === 'string' ? given : undefined);
+  });
+  server.keepAliveTimeout = 5_000;
+}
+
+/** Listens on HOST:PORT; answers the service's URL. */
+async function listen(server: Server, config: Pick<Config, 'host' | 'port'>): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `http://${host}:${port}`;
+}
+
+/**
+ * The graceful stop. Draining first: /readyz says 503 so that a balancer takes the instance out,
+ * while every request, new connections' too, is still served; then no new connections, idle ones
+ * closed, the requests under way answered (each closing its connection), then the subscriptions
+ * end (1001 on WebSocket, SHUTTING_DOWN on SSE), which lets their connections close too; then the
+ * modules' work beside the requests, the event source, GraphQL and the pool.
+ */
+async function stopGracefully(config: Config, log: Logger, db: Database, http: Http, work: Stoppable): Promise<void> {
+  if (config.shutdownDrainMs > 0) {
+    http.drain();
+    log.info('draining', { ms: config.shutdownDrainMs });
+    await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+  }
+  const { server } = http;
+  const requestsDone = http.answers.stop();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const started = Date.now();
+  await settlesWithin(requestsDone, config.shutdownTimeoutMs);
+  await http.webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
+  await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
+  server.closeAllConnections();
+  // The modules' work (webhooks: deliveries under way end, within WEBHOOK_TIMEOUT_MS, and the
+  // endpoints are let go for other instances), before the event source it reads.
+  await work.stop();
+  await http.events.close();
+  await http.graphql.stop();
+  // A pool whose connections hang (a network gone silent) must not hold the stop forever.
+  const dbClosed = db.close().catch((err: Error) => log.warn('database close failed', { error: err?.name }));
+  if (!(await settlesWithin(dbClosed, DB_CLOSE_TIMEOUT_MS))) log.warn('database close timed out', { timeoutMs: DB_CLOSE_TIMEOUT_MS });
+  log.info('stopped');
+}
+
+export async function startService(config: Config, log: Logger = createLogger(config.logLevel), options: StartOptions = {}): Promise<RunningService> {
+  const modules = options.modules ?? MODULES;
+  const db = await openDatabase(config, { schema: databaseSchemaOf(modules), onStatement: options.onStatement, log });
+  let http: Http | undefined;
+  try {
+    if (config.migrate) {
+      const ran = await db.migrate((note) => log.info(note));
+      if (ran.length) log.info('migrations applied', { migrations: ran });
+      await checkLiveCounts(db.sql, modules);
+    }
+    const services = createServices(db.keyring, { config, modules });
+    http = await buildHttp(config, log, db, services, modules, options);
+    const url = await listen(http.server, config);
     log.info('listening', { url, database: db.kind });
     // Only once the service listens: a start that fails before (the port taken, say) creates no
     // token, so the next start still makes and prints the first one.
     // MIGRATE=false: the migrations are a step of their own (`npm run migrate`); until it has run,
     // the service listens and /readyz answers 503.
-    if (!config.migrate) await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
+    if (!config.migrate) {
+      await untilMigrated(db, log, () => options.stopRequested?.() ?? false);
+      if (!options.stopRequested?.()) await checkLiveCounts(db.sql, modules);
+    }
     // Once, however many instances start together: under the startup lock.
     const firstToken = options.stopRequested?.() ? null : await db.exclusive(() => ensureFirstToken(db.sql, services, config.bootstrapToken));
-    // Webhook deliveries (docs/rest.md#webhooks), read from the same event source, once migrated.
-    const dispatcher: Dispatcher | null = config.webhooks.deliver
-      ? startDispatcher({
-          sql: db.backgroundSql(WEBHOOK_CONNECTIONS, { relaxedCommits: true }),
-          keyring: db.keyring,
-          events: eventSource,
-          log,
-          metrics: metrics?.webhooks ?? null,
-          config: config.webhooks,
-        })
-      : null;
-    const listening = server;
-    return {
-      url,
-      db,
-      log,
-      firstToken,
-      stop: () =>
-        (stopped ??= (async () => {
-          // Draining: /readyz says 503 so that a balancer takes the instance out, while every
-          // request, new connections' too, is still served; then the stop proper.
-          if (config.shutdownDrainMs > 0) {
-            draining = true;
-            log.info('draining', { ms: config.shutdownDrainMs });
-            await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
-          }
-          stopping = true;
-          for (const res of unanswered) closeAfterAnswer(res);
-          const closed = new Promise<void>((resolve) => listening.close(() => resolve()));
-          listening.closeIdleConnections();
-          // The requests under way are answered first; then the subscriptions end (1001 on
-          // WebSocket, SHUTTING_DOWN on SSE), which lets their connections close too.
-          const requestsDone = new Promise<void>((resolve) => {
-            lastAnswered = resolve;
-            if (![...unanswered].some((r) => !sse.isStream(r))) resolve();
-          });
-          const started = Date.now();
-          await settlesWithin(requestsDone, config.shutdownTimeoutMs);
-          await webSockets.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
-          await settlesWithin(closed, Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
-          listening.closeAllConnections();
-          // Deliveries under way end (within WEBHOOK_TIMEOUT_MS); the endpoints are let go for other instances.
-          await dispatcher?.stop();
-          await eventSource.close();
-          await graphql.stop();
-          // A pool whose connections hang (a network gone silent) must not hold the stop forever.
-          const dbClosed = db.close().catch((err: Error) => log.warn('database close failed', { error: err?.name }));
-          if (!(await settlesWithin(dbClosed, DB_CLOSE_TIMEOUT_MS))) log.warn('database close timed out', { timeoutMs: DB_CLOSE_TIMEOUT_MS });
-          log.info('stopped');
-        })()),
-    };
+    const running = http;
+    // The modules' work beside the requests (webhooks: the deliveries), once the database is migrated.
+    const work = options.stopRequested?.()
+      ? NO_WORK
+      : await startModules(modules, services, { config, db, events: running.events, log, metrics: running.metrics?.registry ?? null });
+    let stopped: Promise<void> | undefined; // set by the first stop()
+    return { url, db, log, firstToken, stop: () => (stopped ??= stopGracefully(config, log, db, running, work)) };
   } catch (err) {
-    server?.close();
-    await events?.close();
+    http?.server.close();
+    await http?.events.close();
     await db.close();
     throw err;
   }

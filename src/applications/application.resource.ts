@@ -5,5 +5,4 @@ export const applications = namedResource({
   name: 'application',
   table: 'applications',
   type: 'Application',
-  links: { table: 'user_applications', column: 'application_id' },
 });

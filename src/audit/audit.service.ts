@@ -5,10 +5,12 @@ import { auditEvents, type AuditEvent } from './audit.resource.js';
 
 /** GET /audit/ and GraphQL auditEvents: the log, through the list language; needs audit:read. */
 export function auditService() {
+  const permissions = { list: auditEvents.permissions.read } as const;
   return {
+    permissions,
     listFields: auditEvents.listFields,
     async list(caller: Caller, sql: Sql, q: CompiledList, options: { count?: boolean } = {}): Promise<Page<AuditEvent>> {
-      requirePermission(caller, 'audit:read');
+      requirePermission(caller, permissions.list);
       const page = offsetPageSql(auditEvents.columns, 'audit_events', q.where, q.order, q);
       const where = q.where ? ` where ${q.where.sql}` : '';
       const [data, total] = await Promise.all([

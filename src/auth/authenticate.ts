@@ -56,7 +56,7 @@ export async function liveTokenExpiries(sql: Sql, tokenIds: readonly number[]): 
 
 /**
  * The keyed hashes of a secret under every key the service holds (the tokens' keyring,
- * src/tokens/secrets.ts, is one): what a bearer value is looked up by.
+ * src/db/keyring.ts, is one): what a bearer value is looked up by.
  */
 export interface SecretHashes {
   hashes(field: 'accessToken', value: string): Buffer[];

@@ -1,7 +1,11 @@
 import { AppError } from '../errors.js';
 
-export type Resource = 'user' | 'token' | 'application' | 'role' | 'webhook';
-export type Permission = `${Resource}:${'read' | 'write'}` | 'audit:read';
+/**
+ * A permission a route, resolver or service function needs: a scope's read or write (`user:read`).
+ * The scopes are the modules' (src/module/scopes.ts builds the vocabulary from them): a
+ * permission outside it stops the start.
+ */
+export type Permission = `${string}:${'read' | 'write'}`;
 
 /** Who is calling: the authenticated token, passed into every service call. */
 export interface Caller {
@@ -24,6 +28,9 @@ export interface Caller {
   readFloor?: string;
 }
 
+/** The identity of the service's own start-up and command-line tasks: every permission. */
+export const SYSTEM_CALLER: Caller = { tokenId: 0, userId: 0, scopes: new Set(['*']), client: 'user-token-service' };
+
 /** `*` grants everything; `user:*` every permission on users; else the exact permission. */
 export function can(caller: Caller, permission: Permission): boolean {
   const { scopes } = caller;
@@ -32,17 +39,6 @@ export function can(caller: Caller, permission: Permission): boolean {
 
 export function requirePermission(caller: Caller, permission: Permission): void {
   if (!can(caller, permission)) throw AppError.forbidden(permission);
-}
-
-/** Every permission the service checks. */
-export const PERMISSIONS: readonly Permission[] = [
-  ...(['user', 'token', 'application', 'role', 'webhook'] as const).flatMap((resource) => [`${resource}:read`, `${resource}:write`] as const),
-  'audit:read',
-];
-
-/** Whether a scope word grants anything in this service (as `can` reads it): `*`, a permission, or `<resource>:*`. */
-export function grantsSomething(word: string): boolean {
-  return word === '*' || PERMISSIONS.some((permission) => permission === word || `${permission.split(':')[0]}:*` === word);
 }
 
 export function parseScopes(scope: string): Set<string> {

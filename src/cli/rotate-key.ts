@@ -1,8 +1,8 @@
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
-import { rotateTokenKeys } from '../tokens/secret-rows.js';
-import { rotateWebhookKeys } from '../webhooks/secret-rows.js';
+import { databaseSchemaOf } from '../module/registry.js';
+import { MODULES } from '../modules.js';
 import type { Io } from './token.js';
 
 const HELP = `usage: TOKEN_KEY=<new key> TOKEN_KEY_PREVIOUS=<old key> npm run rotate-key
@@ -15,7 +15,7 @@ embedded database in DATA_DIR (./data), whether or not the service is running.
 `;
 
 /**
- * `npm run rotate-key`: re-encrypts every token under TOKEN_KEY (docs/operations.md#secrets-at-rest). Exit status 0 when done,
+ * `npm run rotate-key`: re-encrypts every secret (tokens', webhooks') under TOKEN_KEY (docs/operations.md#secrets-at-rest). Exit status 0 when done,
  * 1 when it cannot (a missing or malformed key, a token under a key neither variable holds).
  */
 export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
@@ -31,15 +31,16 @@ export async function rotateKeyCommand(argv: string[], env: NodeJS.ProcessEnv, i
     const config = loadConfig(env);
     if (!config.tokenKey) throw new ConfigError('TOKEN_KEY must be set to the new key (32 bytes in base64) to rotate to');
     // A rotation may rewrite a large table: no statement timeout (lock waits stay bounded).
-    const db = await openDatabase({ ...config, statementTimeoutMs: 0 }, { shareEmbedded: true });
+    const db = await openDatabase({ ...config, statementTimeoutMs: 0 }, { schema: databaseSchemaOf(MODULES), shareEmbedded: true });
     try {
       // Migrating also checks the keys against every stored token; a service sharing its embedded
       // database migrated it and checked them already.
       if (!db.shared) await db.migrate();
-      const { changed, unchanged } = await rotateTokenKeys(db.sql, db.keyring);
-      io.out(`${changed} token${changed === 1 ? '' : 's'} re-encrypted with TOKEN_KEY (key id ${db.keyring.current.hexId}); ${unchanged} already under it.\n`);
-      const webhooks = await rotateWebhookKeys(db.sql, db.keyring);
-      if (webhooks > 0) io.out(`${webhooks} webhook secret${webhooks === 1 ? '' : 's'} re-encrypted with TOKEN_KEY.\n`);
+      // Each module re-seals its own secrets (tokens', webhooks'), in list order.
+      for (const module of MODULES) {
+        const told = await module.rotateKeys?.(db.sql, db.keyring);
+        if (told) io.out(`${told}\n`);
+      }
       return 0;
     } finally {
       await db.close();

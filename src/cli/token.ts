@@ -1,9 +1,11 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { newAccessToken, SYSTEM_CALLER } from '../auth/bootstrap.js';
-import { grantsSomething, parseScopes, PERMISSIONS } from '../auth/caller.js';
+import { parseScopes, SYSTEM_CALLER } from '../auth/caller.js';
+import { newAccessToken } from '../tokens/bootstrap.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
+import { databaseSchemaOf, scopeVocabulary } from '../module/registry.js';
+import { MODULES } from '../modules.js';
 import { createServices } from '../services.js';
 import { AppError } from '../errors.js';
 import { parseWrite } from '../resource/input.js';
@@ -88,18 +90,20 @@ export async function tokenCommand(argv: string[], env: NodeJS.ProcessEnv, io: I
   }
   // Tokens may carry other applications' scopes, so unknown words are kept; but a typo
   // ("user:raed") is the likelier cause, so it is named.
-  const inert = scopes.filter((word) => !grantsSomething(word));
+  const vocabulary = scopeVocabulary(MODULES);
+  const inert = scopes.filter((word) => !vocabulary.grantsSomething(word));
   if (inert.length) {
     io.err(
       `warning: ${inert.map((word) => `"${word}"`).join(', ')} ${inert.length === 1 ? 'grants' : 'grant'} nothing in this service ` +
-        `(it checks ${PERMISSIONS.join(', ')}, "<resource>:*" and "*"); the token carries ${inert.length === 1 ? 'it' : 'them'} all the same\n`,
+        `(it checks ${[...vocabulary.permissions].join(', ')}, "<resource>:*" and "*"); the token carries ${inert.length === 1 ? 'it' : 'them'} all the same\n`,
     );
   }
-  const db = await openDatabase(loadConfig(env), { shareEmbedded: true });
+  const config = loadConfig(env);
+  const db = await openDatabase(config, { schema: databaseSchemaOf(MODULES), shareEmbedded: true });
   try {
     // A service sharing its embedded database migrated it already.
     if (!db.shared) await db.migrate();
-    const token = await createServices(db.keyring).tokens.create({ ...SYSTEM_CALLER, client: 'npm run token' }, db.sql, values);
+    const token = await createServices(db.keyring, { config }).tokens.create({ ...SYSTEM_CALLER, client: 'npm run token' }, db.sql, values);
     io.err(`Issued token ${token.id} for user ${token.userID} with scope "${token.scope}".\n`);
     io.out(`${accessToken}\n`);
     return 0;

@@ -1,15 +1,12 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { ormOptions } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
-import { loadKeyring, type Keyring } from '../tokens/secrets.js';
-import { checkTokenKeys, convertPlainTokens } from '../tokens/secret-rows.js';
-import type { EmbeddedPostgres } from './embedded.js';
-import { DROP_PLAIN_TOKENS, migrations, TOKEN_SECRET_COLUMNS } from './migrations/index.js';
-import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
-import { openReplicas, type ReplicaState } from './replicas.js';
+import type { EmbeddedPostgres } from './embedded.js';
+import { loadKeyring, type Keyring } from './keyring.js';
+import { ormOptions, type OrmSchema } from './orm.js';
+import { openReplicas, type ReadFloor, type ReplicaState } from './replicas.js';
 import { PoolSql, typeParsers, type Sql, type StatementListener } from './sql.js';
 
 const silentLog: Logger = { debug() {}, info() {}, warn() {}, error() {}, flush() {} };
@@ -36,12 +33,13 @@ export interface Database {
   /** The keys that seal and match token secrets (TOKEN_KEY, TOKEN_KEY_PREVIOUS, or the key file). */
   keyring: Keyring;
   /**
-   * Runs the pending migrations (converting plain tokens with the key between the two secrets
-   * migrations), then checks that the key ring opens every stored token; returns the names it ran.
-   * `converted` hears how many plain tokens were converted, when any were. Under the startup lock:
-   * of many instances starting at once, one migrates and the others wait, then find nothing to do.
+   * Runs the pending migrations, and the modules' steps between them (tokens: converting plain
+   * tokens with the key), then the modules' checks of what the migrations left (tokens: that the key
+   * ring opens every stored token); returns the names it ran. `tell` hears what a step did, when it
+   * did something (a sentence). Under the startup lock: of many instances starting at once, one
+   * migrates and the others wait, then find nothing to do.
    */
-  migrate(converted?: (count: number) => void): Promise<string[]>;
+  migrate(tell?: (note: string) => void): Promise<string[]>;
   /**
    * Runs `work` holding the startup lock, a PostgreSQL advisory lock that every instance (and
    * `npm run migrate`) takes for what must happen once however many start together: migrating,
@@ -58,7 +56,7 @@ export interface Database {
   /** Whether reads go to replicas: the token lookup then reads each request's floor. */
   readFloors: boolean;
   /** Where a read request's statements run: a replica past the caller's floor, else the primary (src/db/replicas.ts). */
-  readerFor(caller: Caller): Sql;
+  readerFor(caller: ReadFloor): Sql;
   /** The replicas, for /metrics. */
   replicaStates(): ReplicaState[];
   /**
@@ -75,7 +73,34 @@ export interface Database {
   backgroundSql(max: number, options?: { relaxedCommits?: boolean }): Sql;
 }
 
+/**
+ * What a module does around the migrations with what only the service holds (its key ring), which
+ * SQL migrations never see (src/module/module.ts: `database`).
+ */
+export interface MigrationHooks {
+  /**
+   * Steps between two migrations, each run when its `before` migration is pending, once the
+   * migrations before that one have run. A step answers what to do once every migration has (a
+   * table to rewrite), which answers what it did, for the log; or null when it did nothing.
+   */
+  steps?: readonly MigrationStep[];
+  /** A check once every migration has run (each migrate): throws a ConfigError when the service must not serve. */
+  onMigrated?(sql: Sql, keyring: Keyring): Promise<void>;
+}
+
+export interface MigrationStep {
+  before: string;
+  run(sql: PoolSql, keyring: Keyring): Promise<(() => Promise<string>) | null>;
+}
+
+/** What the database is made of: the ORM's entities and migrations, and the modules' hooks around the migrations. */
+export interface DatabaseSchema extends OrmSchema {
+  hooks: readonly MigrationHooks[];
+}
+
 export interface OpenOptions {
+  /** The entities, migrations and hooks of the service's modules (src/module/registry.ts: databaseSchemaOf). */
+  schema: DatabaseSchema;
   /** A command-line tool reaches an embedded database that a running service holds through that service. */
   shareEmbedded?: boolean;
   onStatement?: StatementListener;
@@ -89,7 +114,7 @@ export interface OpenOptions {
  * it only reads (its role may have no right to create tables), and a new database stays untouched
  * until `npm run migrate`.
  */
-async function pendingMigrations(sql: Sql, orm: MikroORM): Promise<string[]> {
+async function pendingMigrations(sql: Sql, orm: MikroORM, migrations: DatabaseSchema['migrations']): Promise<string[]> {
   const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
   const [{ exists }] = await sql.rows<{ exists: boolean }>('select to_regclass(?) is not null as exists', [table]);
   const done = exists ? new Set((await sql.rows<{ name: string }>(`select name from "${table}"`)).map((row) => row.name)) : new Set<string>();
@@ -105,7 +130,7 @@ async function pendingMigrations(sql: Sql, orm: MikroORM): Promise<string[]> {
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'poolSize'> &
     Partial<Pick<Config, 'lockTimeoutMs' | 'statementTimeoutMs' | 'tokenKey' | 'tokenKeyPrevious' | 'pooler' | 'databaseReadUrls' | 'replicaMaxLagMs'>>,
-  options: OpenOptions = {},
+  options: OpenOptions,
 ): Promise<Database> {
   // Before anything starts: a missing or malformed key stops here, with nothing to clean up.
   const keyring = await loadKeyring(config);
@@ -152,7 +177,7 @@ export async function openDatabase(
   const sql = new PoolSql(pool, { ...sqlOptions, maxConnections: max });
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, new PostgresDialect({ pool })));
+    orm = await MikroORM.init(ormOptions(url, options.schema, new PostgresDialect({ pool })));
   } catch (err) {
     await pool.end().catch(() => {});
     await embedded?.stop();
@@ -193,29 +218,7 @@ export async function openDatabase(
     shared: embedded ? !embedded.owned : false,
     keyring,
     exclusive,
-    migrate: (converted) =>
-      exclusive(async () => {
-        const ran: string[] = [];
-        // Plain tokens need the key to be converted, which SQL migrations never see: run the
-        // migrations up to the one adding the new columns, convert with the key, then the rest
-        // (the next one drops the plain columns; see Migration20261201000000_token_secret_columns).
-        const pending = (await orm.migrator.getPending()).map((m) => m.name);
-        if (pending.includes(DROP_PLAIN_TOKENS)) {
-          if (pending.includes(TOKEN_SECRET_COLUMNS)) ran.push(...(await orm.migrator.up({ to: TOKEN_SECRET_COLUMNS })).map((m) => m.name));
-          const count = await convertPlainTokens(sql, keyring);
-          ran.push(...(await orm.migrator.up()).map((m) => m.name));
-          if (count > 0) {
-            // The plain values are gone from every live row version; the old versions stay in the
-            // table's files until rewritten, so rewrite it once (a short exclusive lock).
-            await pool.query('vacuum full tokens');
-            converted?.(count);
-          }
-        } else {
-          ran.push(...(await orm.migrator.up()).map((m) => m.name));
-        }
-        await checkTokenKeys(sql, keyring);
-        return ran;
-      }),
+    migrate: (tell) => exclusive(() => migrate(orm, sql, keyring, options.schema.hooks, tell)),
     poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
     readFloors: replicas !== null,
     readerFor: (caller) => replicas?.readerFor(caller) ?? sql,
@@ -231,7 +234,7 @@ export async function openDatabase(
     },
     async ready() {
       try {
-        return (await pendingMigrations(sql, orm)).length === 0;
+        return (await pendingMigrations(sql, orm, options.schema.migrations)).length === 0;
       } catch {
         return false;
       }
@@ -248,4 +251,26 @@ export async function openDatabase(
       await embedded?.stop();
     },
   };
+}
+
+/**
+ * The pending migrations, with the modules' steps between them (each before its migration, once the
+ * migrations before that one ran), then what the steps left for the end and the modules' checks.
+ */
+async function migrate(orm: MikroORM, sql: PoolSql, keyring: Keyring, hooks: readonly MigrationHooks[], tell?: (note: string) => void): Promise<string[]> {
+  const ran: string[] = [];
+  const pending = (await orm.migrator.getPending()).map((m) => m.name);
+  const steps = hooks.flatMap((h) => h.steps ?? []).filter((step) => pending.includes(step.before));
+  steps.sort((a, b) => pending.indexOf(a.before) - pending.indexOf(b.before));
+  const atTheEnd: (() => Promise<string>)[] = [];
+  for (const step of steps) {
+    const before = pending.slice(0, pending.indexOf(step.before)).filter((name) => !ran.includes(name));
+    if (before.length) ran.push(...(await orm.migrator.up({ to: before.at(-1) })).map((m) => m.name));
+    const last = await step.run(sql, keyring);
+    if (last) atTheEnd.push(last);
+  }
+  ran.push(...(await orm.migrator.up()).map((m) => m.name));
+  for (const last of atTheEnd) tell?.(await last());
+  for (const hook of hooks) await hook.onMigrated?.(sql, keyring);
+  return ran;
 }

@@ -1,7 +1,11 @@
 import pg from 'pg';
-import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../observability/log.js';
 import { DatabaseUnavailableError, PoolSql, typeParsers, type Sql, type StatementListener, type Transaction } from './sql.js';
+
+/** What a request read with its token (src/auth/caller.ts): the primary's WAL position then, if read. */
+export interface ReadFloor {
+  readFloor?: string;
+}
 
 /**
  * Reads on streaming replicas (DATABASE_READ_URLS, docs/operations.md#many-instances-workers-replicas-poolers), never older than what the caller
@@ -92,7 +96,7 @@ const nameOf = (url: string) => {
 
 export interface Replicas {
   /** Where a read of this caller's request runs: a replica past the caller's floor, else the primary. */
-  readerFor(caller: Caller): Sql;
+  readerFor(caller: ReadFloor): Sql;
   states(): ReplicaState[];
   close(): Promise<void>;
 }

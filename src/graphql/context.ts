@@ -3,9 +3,42 @@ import type { FieldNode, GraphQLResolveInfo } from 'graphql';
 import type { Caller } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors.js';
-import type { Services } from '../services.js';
-import type { UserRecord } from '../users/user.resource.js';
+import type { RecordOf, Resource } from '../resource/resource.js';
 import type { Admitted } from './gate.js';
+
+/**
+ * The services of the modules (src/modules.ts), each under its module's key (`users`), built once
+ * at start (src/module/registry.ts). Generic code sees them as values; a module's own adapters get
+ * their service typed through the module (src/module/module.ts: `serviceOf`).
+ */
+export type ServiceContainer = Readonly<Record<string, unknown>>;
+
+/** A service that reads live records by id, in one statement: what `Loaders.byId` batches. */
+interface RecordFinder {
+  resource: Resource;
+  findMany(caller: Caller, sql: Sql, ids: readonly number[], options?: { fields?: ReadonlySet<string> }): Promise<readonly { id: number }[]>;
+}
+
+const isFinder = (service: unknown): service is RecordFinder =>
+  typeof service === 'object' && service !== null && 'resource' in service && typeof (service as RecordFinder).findMany === 'function';
+
+/** Each container's record finders by resource name (made once per container, on the first lookup). */
+const finders = new WeakMap<ServiceContainer, Map<string, RecordFinder>>();
+
+function finderOf(services: ServiceContainer, resource: Resource): RecordFinder {
+  let byName = finders.get(services);
+  if (!byName) {
+    byName = new Map(
+      Object.values(services)
+        .filter(isFinder)
+        .map((service) => [service.resource.name, service]),
+    );
+    finders.set(services, byName);
+  }
+  const finder = byName.get(resource.name);
+  if (!finder) throw new Error(`no service reads ${resource.name} records by id`);
+  return finder;
+}
 
 /**
  * What every resolver gets: the caller (null only while an introspection query runs without a
@@ -16,7 +49,7 @@ export interface GraphQLContext {
   caller: Caller | null;
   /** The request's X-Request-Id, carried by every error of the answer. */
   requestId: string;
-  services: Services;
+  services: ServiceContainer;
   /** Where the operation's statements run: the primary (a mutation's transaction, once it opens one). */
   sql: Sql;
   /** Where a query's statements run: the read path (src/db/replicas.ts), the primary without replicas. */
@@ -26,11 +59,6 @@ export interface GraphQLContext {
   admitted?: Admitted;
   /** The HTTP request's state, where the operation's name and type are noted for the request log (and an overloaded 503 for the outage log). */
   http?: { graphql?: { name: string | null; type: string }; overloaded?: boolean };
-}
-
-/** A record service's read of live records by id, of all their fields or of those named (src/resource/service.ts). */
-export interface RecordsById<T> {
-  findMany(caller: Caller, sql: Sql, ids: readonly number[], options?: { fields?: ReadonlySet<string> }): Promise<T[]>;
 }
 
 /** The caller; the HTTP layer lets a request without one through only for introspection. */
@@ -47,39 +75,36 @@ export function callerOf(ctx: GraphQLContext): Caller {
  */
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
-  private readonly byIds = new Map<RecordsById<unknown>, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
+  private readonly records = new Map<string, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
 
   constructor(
-    private readonly services: Services,
+    private readonly services: ServiceContainer,
     private readonly caller: Caller | null,
     private readonly sql: Sql,
   ) {}
 
-  /** The users by id (`Token.user`, the `User` entities of a subgraph request). */
-  get userById(): DataLoader<number, UserRecord | null> {
-    return this.byId(this.services.users);
-  }
-
   /**
-   * Live records of one service by id: every id asked for in a request is one statement (the
-   * service's `findMany`, which checks the caller's read permission), null for an absent or
-   * deleted record. One loader per service (so per record type) and set of fields: `fields`, as
-   * `selectedFields` answers them for one field of the document (the same set each time), reads
-   * only those columns; without it, whole records.
+   * Live records of a resource by id (`Token.user`, the entities of a subgraph request), through
+   * the service of the module that defines it: every id asked for in a request is one statement
+   * (the service's `findMany`, which checks the caller's read permission), null for an absent or
+   * deleted record. One loader per resource and set of fields, made on its first use in the
+   * request: `fields`, as `selectedFields` answers them for one field of the document (the same set
+   * each time), reads only those columns; without it, whole records.
    */
-  byId<T extends { id: number }>(service: RecordsById<T>, fields?: ReadonlySet<string>): DataLoader<number, T | null> {
-    let byFields = this.byIds.get(service);
-    if (!byFields) this.byIds.set(service, (byFields = new Map()));
+  byId<R extends Resource>(resource: R, fields?: ReadonlySet<string>): DataLoader<number, (RecordOf<R> & { id: number }) | null> {
+    let byFields = this.records.get(resource.name);
+    if (!byFields) this.records.set(resource.name, (byFields = new Map()));
     let loader = byFields.get(fields);
     if (!loader) {
-      loader = new DataLoader<number, T | null>(async (ids) => {
-        const found = await service.findMany(this.requireCaller(), this.sql, ids, fields ? { fields } : {});
+      const finder = finderOf(this.services, resource);
+      loader = new DataLoader<number, unknown>(async (ids) => {
+        const found = await finder.findMany(this.requireCaller(), this.sql, ids, fields ? { fields } : {});
         const byId = new Map(found.map((record) => [record.id, record]));
         return ids.map((id) => byId.get(id) ?? null);
       });
       byFields.set(fields, loader);
     }
-    return loader as DataLoader<number, T | null>;
+    return loader as DataLoader<number, (RecordOf<R> & { id: number }) | null>;
   }
 
   private requireCaller(): Caller {

@@ -14,17 +14,20 @@ import {
   type GraphQLSchema,
   type ObjectTypeDefinitionNode,
 } from 'graphql';
-import { Extensions } from 'type-graphql';
+import { requirePermission, type Permission } from '../auth/caller.js';
 import { AppError } from '../errors.js';
-import type { GraphQLContext } from './context.js';
+import { parseId } from '../resource/input.js';
+import type { Resource } from '../resource/resource.js';
+import { callerOf, type GraphQLContext } from './context.js';
+import { selectedFields } from './selection.js';
 
 /**
  * The service as an Apollo Federation 2 subgraph (GRAPHQL_FEDERATION=true, docs/graphql.md#behind-a-router).
  *
  * One schema definition: the type-graphql schema (schema.ts) is the source, and the subgraph is
  * derived from it. Its SDL (graphql-js's `printSchema`) gets the federation `@link`, a
- * `@key(fields: "id")` on every type declared an entity (`@Entity(…)`, below: a record type whose
- * resolver says `entity: true`) and `@inaccessible` on the subscription root, and
+ * `@key(fields: "id")` on every entity (the record types the modules declare in their `entities`:
+ * src/module/module.ts, given here by src/module/registry.ts) and `@inaccessible` on the subscription root, and
  * `@apollo/subgraph`'s `buildSubgraphSchema` builds the subgraph from that SDL (adding `_service`,
  * `_entities`, `_Entity` and `_Any`) with the resolvers of the type-graphql schema, taken through
  * @graphql-tools/utils' `getResolversFromSchema` (fields, subscriptions, custom scalars, enum
@@ -40,9 +43,6 @@ import type { GraphQLContext } from './context.js';
 /** The Federation version the subgraph links: 2.3 (@key and @inaccessible are all it needs; routers of the last years compose it). */
 export const FEDERATION_SPEC = 'https://specs.apollo.dev/federation/v2.3';
 
-/** The type extension that declares a record type an entity keyed by `id`. */
-const ENTITY = 'federationEntity';
-
 /**
  * Resolves a reference (`{__typename, id}`) to the record, or null when there is none. It must not
  * throw synchronously: an `async` function's rejection becomes an error at the reference's own
@@ -50,24 +50,30 @@ const ENTITY = 'federationEntity';
  */
 export type ReferenceResolver = (reference: { id?: unknown }, ctx: GraphQLContext, info: GraphQLResolveInfo) => Promise<unknown>;
 
-interface EntityDeclaration {
+/** An entity of the subgraph: an object type keyed by `id`, and how a reference to it resolves. */
+export interface EntityDeclaration {
+  type: string;
   key: 'id';
   resolveReference: ReferenceResolver;
 }
 
-/** Declares a type-graphql object type an entity (`@key(fields: "id")`) with its reference resolver. */
-export function Entity(resolveReference: ReferenceResolver): ClassDecorator {
-  return Extensions({ [ENTITY]: { key: 'id', resolveReference } satisfies EntityDeclaration });
-}
-
-/** The entities a schema declares, by type name. */
-export function entitiesOf(schema: GraphQLSchema): Map<string, EntityDeclaration> {
-  const entities = new Map<string, EntityDeclaration>();
-  for (const type of Object.values(schema.getTypeMap())) {
-    const declared = isObjectType(type) ? (type.extensions[ENTITY] as EntityDeclaration | undefined) : undefined;
-    if (declared) entities.set(type.name, declared);
-  }
-  return entities;
+/**
+ * A record type as an entity (a module's `entities`, src/module/module.ts): a reference resolves as
+ * the record's query by id would, with its read permission (the service's `permissions.get`),
+ * through `Loaders.byId`, so that all the references to one type in a request are one statement,
+ * reading the columns of the fields `_entities` selects.
+ */
+export function recordEntity(resource: Resource, serviceOf: (ctx: GraphQLContext) => { permissions: { get: Permission } }): EntityDeclaration {
+  return {
+    type: resource.type,
+    key: 'id',
+    async resolveReference(reference, ctx, info) {
+      const caller = callerOf(ctx);
+      requirePermission(caller, serviceOf(ctx).permissions.get);
+      // The columns of the fields `_entities` selects (those of other types' fragments are no columns here).
+      return ctx.loaders.byId(resource, selectedFields(info)).load(parseId(reference.id));
+    },
+  };
 }
 
 /** The directives and the `extend schema @link(…)` the subgraph SDL adds, parsed from SDL text. */
@@ -81,30 +87,33 @@ function federationNodes(key: string) {
 }
 
 /** The subgraph's own definitions: the type-graphql schema's SDL with the federation directives. */
-export function subgraphDocument(schema: GraphQLSchema): DocumentNode {
-  const entities = entitiesOf(schema);
+export function subgraphDocument(schema: GraphQLSchema, entities: readonly EntityDeclaration[]): DocumentNode {
+  const entityTypes = new Set(entities.map((e) => e.type));
   const subscription = schema.getSubscriptionType()?.name;
   const { link, keyDirective, inaccessible } = federationNodes('id');
   const document = visit(parse(printSchema(schema), { noLocation: true }), {
     ObjectTypeDefinition(node) {
-      const added = [...(entities.has(node.name.value) ? [keyDirective] : []), ...(node.name.value === subscription ? [inaccessible] : [])];
+      const added = [...(entityTypes.has(node.name.value) ? [keyDirective] : []), ...(node.name.value === subscription ? [inaccessible] : [])];
       return added.length ? { ...node, directives: [...(node.directives ?? []), ...added] } : undefined;
     },
   });
   return { kind: Kind.DOCUMENT, definitions: [link, ...document.definitions] };
 }
 
-/** The subgraph schema derived from the type-graphql schema (see above). */
-export function subgraphSchema(schema: GraphQLSchema): GraphQLSchema {
+/** The subgraph schema derived from the type-graphql schema (see above), with its entities. */
+export function subgraphSchema(schema: GraphQLSchema, entities: readonly EntityDeclaration[]): GraphQLSchema {
+  for (const entity of entities) {
+    if (!isObjectType(schema.getType(entity.type))) throw new Error(`the entity ${entity.type} is no object type of the schema`);
+  }
   const resolvers = getResolversFromSchema(schema) as GraphQLResolverMap<GraphQLContext>;
-  for (const [name, entity] of entitiesOf(schema)) {
+  for (const { type: name, ...entity } of entities) {
     // `__resolveReference` is the resolver map's entry for it (docs of @apollo/subgraph); the map's
     // type only knows field resolvers, whose parameters differ.
     const fields = resolvers[name] as Record<string, GraphQLFieldResolver<unknown, GraphQLContext>> | undefined;
     resolvers[name] = { ...fields, __resolveReference: entity.resolveReference as unknown as GraphQLFieldResolver<unknown, GraphQLContext> };
   }
-  const built = buildSubgraphSchema([{ typeDefs: subgraphDocument(schema), resolvers }]);
-  const entityNames = [...entitiesOf(schema).keys()].sort();
+  const built = buildSubgraphSchema([{ typeDefs: subgraphDocument(schema, entities), resolvers }]);
+  const entityNames = entities.map((e) => e.type).sort();
   return mapSchema(built, {
     [MapperKind.OBJECT_FIELD]: (field, fieldName, typeName) => {
       if (typeName === built.getQueryType()?.name && fieldName === '_entities')

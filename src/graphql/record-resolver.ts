@@ -8,7 +8,6 @@ import { CACHEABLE } from './cacheable.js';
 import { connectionInput } from './connection.js';
 import { callerOf, type GraphQLContext } from './context.js';
 import { inArgument } from './errors.js';
-import { Entity } from './federation.js';
 import { listInput } from './filters.js';
 import type { RecordTypes } from './record-types.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
@@ -29,12 +28,6 @@ export type Custom = (resolver: ClassType) => void;
 export interface RecordResolverOptions {
   /** Whether its reads may be answered from the read cache (the directory: users, applications, roles). */
   cacheable: boolean;
-  /**
-   * Whether the record type is an Apollo Federation entity keyed by `id` (GRAPHQL_FEDERATION=true,
-   * src/graphql/federation.ts): a router's reference resolves as `<singular>(id)` would, with the
-   * read permission, in one statement for all the references of the request.
-   */
-  entity?: boolean;
   mutations: readonly (Standard | Custom)[];
   /** The resource's own queries, after the standard ones. */
   queries?: readonly Custom[];
@@ -54,6 +47,193 @@ export function params(cls: ClassType, name: string, ...decorators: ((prototype:
 
 const lower = (type: string) => type[0].toLowerCase() + type.slice(1);
 
+type ParamDecorator = (prototype: object, propertyKey: string, parameterIndex: number) => void;
+/** type-graphql's return type function (its ReturnTypeFunc, which it does not export). */
+type Returns = Extract<Parameters<typeof Query>[0], () => unknown>;
+
+/** One root field on a resolver class: its method (arguments, then the context, then `info` if it reads it) and its decorators. */
+interface RootField {
+  key: string;
+  kind: 'query' | 'mutation';
+  returns: Returns;
+  options: { name?: string; description?: string; nullable?: boolean };
+  args: readonly ParamDecorator[];
+  withInfo?: boolean;
+  cacheable?: boolean;
+  resolve: (...args: never[]) => unknown;
+}
+
+function rootField(Resolver_: ClassType, field: RootField): void {
+  const d = method(Resolver_, field.key, field.resolve);
+  params(Resolver_, field.key, ...field.args, Ctx(), ...(field.withInfo ? [Info()] : []));
+  (field.kind === 'query' ? Query : Mutation)(field.returns, field.options)(Resolver_.prototype, field.key, d);
+  if (field.cacheable) Extensions(CACHEABLE)(Resolver_.prototype, field.key);
+}
+
+/** The queries of a record type: the list, its keyset twin, one record (each its service's `list` or `get` permission first). */
+function recordQueries<R extends Resource>(
+  serviceOf: (ctx: GraphQLContext) => RecordService<R>,
+  type: string,
+  types: RecordTypes,
+  cacheable: boolean,
+): RootField[] {
+  const singular = lower(type);
+  const plural = `${singular}s`;
+  return [
+    {
+      key: 'list',
+      kind: 'query',
+      returns: () => types.Page,
+      options: { name: plural },
+      args: [Args(() => types.ListArgsWithDeleted)],
+      withInfo: true,
+      cacheable,
+      resolve: async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
+        const caller = callerOf(ctx);
+        const service = serviceOf(ctx);
+        requirePermission(caller, service.permissions.list);
+        return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total'), fields: selectedFields(info, PAGE_RECORDS) });
+      },
+    },
+    {
+      key: 'connection',
+      kind: 'query',
+      returns: () => types.Connection,
+      options: { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` },
+      args: [Args(() => types.ConnectionArgsWithDeleted)],
+      withInfo: true,
+      cacheable,
+      resolve: async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
+        const caller = callerOf(ctx);
+        const service = serviceOf(ctx);
+        requirePermission(caller, service.permissions.list);
+        const keyset = service.parseKeyset(connectionInput(args));
+        return service.connection(caller, ctx.sql, keyset, { count: selects(info, 'totalCount'), fields: selectedFields(info, CONNECTION_RECORDS) });
+      },
+    },
+    {
+      key: 'one',
+      kind: 'query',
+      returns: () => types.Type,
+      options: { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` },
+      args: [Arg('id', () => ID)],
+      withInfo: true,
+      cacheable,
+      resolve: async (id: string, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
+        const caller = callerOf(ctx);
+        const service = serviceOf(ctx);
+        requirePermission(caller, service.permissions.get);
+        return service.find(caller, ctx.sql, parseId(id), { fields: selectedFields(info) });
+      },
+    },
+  ];
+}
+
+/** The standard mutations of a record type, by name (each its service's permission first, then its input parsed). */
+function recordMutations<R extends Resource>(
+  resource: R,
+  serviceOf: (ctx: GraphQLContext) => RecordService<R>,
+  types: RecordTypes,
+  descriptions: Partial<Record<Standard, string>>,
+): Record<Standard, RootField> {
+  const { type } = resource;
+  const singular = lower(type);
+  const describe = (op: Standard, fallback?: string) => {
+    const description = descriptions[op] ?? fallback;
+    return description ? { description } : {};
+  };
+  /** Input parsed as the service's definition says (a webhook's: its event patterns over the running modules' audit resources). */
+  const writeInput = (service: RecordService<R>, input: unknown, mode: 'create' | 'replace' | 'patch') =>
+    parseWrite(service.resource, input, mode, undefined, { idsAsText: true });
+  /** The caller and the service, once the operation's permission is checked. */
+  const begin = (ctx: GraphQLContext, op: keyof RecordService<R>['permissions']) => {
+    const caller = callerOf(ctx);
+    const service = serviceOf(ctx);
+    requirePermission(caller, service.permissions[op]);
+    return { caller, service };
+  };
+  const mutation = (key: Standard, returns: Returns, name: string, description: object, args: ParamDecorator[], resolve: RootField['resolve']): RootField => ({
+    key,
+    kind: 'mutation',
+    returns,
+    options: { name, ...description },
+    args,
+    resolve,
+  });
+  const id = Arg('id', () => ID);
+  return {
+    create: mutation(
+      'create',
+      () => types.Type,
+      `create${type}`,
+      describe('create'),
+      [Arg('input', () => types.Input!)],
+      async (input: unknown, ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'create');
+        return inArgument('input', () => service.create(caller, ctx.sql, writeInput(service, input, 'create')));
+      },
+    ),
+    update: mutation(
+      'update',
+      () => types.Type,
+      `update${type}`,
+      describe('update', 'Replaces every writable field.'),
+      [id, Arg('input', () => types.Input!)],
+      async (raw: string, input: unknown, ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'replace');
+        const recordId = parseId(raw);
+        return (await inArgument('input', () => service.replace(caller, ctx.sql, recordId, writeInput(service, input, 'replace')))).record;
+      },
+    ),
+    patch: mutation(
+      'patch',
+      () => types.Type,
+      `patch${type}`,
+      describe('patch', 'Changes only the fields given.'),
+      [id, Arg('input', () => types.Patch!)],
+      async (raw: string, input: unknown, ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'patch');
+        const recordId = parseId(raw);
+        return inArgument('input', () => service.patch(caller, ctx.sql, recordId, writeInput(service, input, 'patch')));
+      },
+    ),
+    destroy: mutation(
+      'destroy',
+      () => Boolean,
+      `destroy${type}`,
+      describe('destroy'),
+      [id],
+      async (raw: string, ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'destroy');
+        await service.destroy(caller, ctx.sql, parseId(raw));
+        return true;
+      },
+    ),
+    restore: mutation(
+      'restore',
+      () => types.Type,
+      `restore${type}`,
+      describe('restore'),
+      [id],
+      async (raw: string, ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'restore');
+        return service.restore(caller, ctx.sql, parseId(raw));
+      },
+    ),
+    apply: mutation(
+      'apply',
+      () => ID,
+      `apply${type}ID`,
+      describe('apply', `Reserves the next ${singular} id; update${type} on it creates the ${singular}.`),
+      [],
+      async (ctx: GraphQLContext) => {
+        const { caller, service } = begin(ctx, 'applyId');
+        return String(await service.applyId(caller, ctx.sql));
+      },
+    ),
+  };
+}
+
 export function recordResolver<R extends Resource>(
   resource: R,
   /** The record's service of the request's service (a process may run several, each with its keys). */
@@ -62,174 +242,12 @@ export function recordResolver<R extends Resource>(
   options: RecordResolverOptions,
 ): ClassType {
   const { type } = resource;
-  const singular = lower(type);
-  const plural = `${singular}s`;
-  const { read, write } = resource.permissions;
   const Resolver_ = { [`${type}Resolver`]: class {} }[`${type}Resolver`];
-  const proto = Resolver_.prototype;
-  const cache = (name: string) => (options.cacheable ? Extensions(CACHEABLE)(proto, name) : undefined);
-  const describe = (op: Standard, fallback?: string) => {
-    const description = options.descriptions?.[op] ?? fallback;
-    return description ? { description } : {};
-  };
-  const writeInput = (input: unknown, mode: 'create' | 'replace' | 'patch') => parseWrite(resource, input, mode, undefined, { idsAsText: true });
-
-  // Queries: the list, its keyset twin, one record.
-  let d = method(Resolver_, 'list', async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
-    const caller = callerOf(ctx);
-    requirePermission(caller, read);
-    const service = serviceOf(ctx);
-    return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total'), fields: selectedFields(info, PAGE_RECORDS) });
-  });
-  params(
-    Resolver_,
-    'list',
-    Args(() => types.ListArgsWithDeleted),
-    Ctx(),
-    Info(),
-  );
-  Query(() => types.Page, { name: plural })(proto, 'list', d);
-  cache('list');
-
-  d = method(Resolver_, 'connection', async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
-    const caller = callerOf(ctx);
-    requirePermission(caller, read);
-    const service = serviceOf(ctx);
-    return service.connection(caller, ctx.sql, service.parseKeyset(connectionInput(args)), {
-      count: selects(info, 'totalCount'),
-      fields: selectedFields(info, CONNECTION_RECORDS),
-    });
-  });
-  params(
-    Resolver_,
-    'connection',
-    Args(() => types.ConnectionArgsWithDeleted),
-    Ctx(),
-    Info(),
-  );
-  Query(() => types.Connection, { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` })(
-    proto,
-    'connection',
-    d,
-  );
-  cache('connection');
-
-  d = method(Resolver_, 'one', async (id: string, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
-    const caller = callerOf(ctx);
-    requirePermission(caller, read);
-    return serviceOf(ctx).find(caller, ctx.sql, parseId(id), { fields: selectedFields(info) });
-  });
-  params(
-    Resolver_,
-    'one',
-    Arg('id', () => ID),
-    Ctx(),
-    Info(),
-  );
-  Query(() => types.Type, { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` })(proto, 'one', d);
-  cache('one');
+  for (const query of recordQueries(serviceOf, type, types, options.cacheable)) rootField(Resolver_, query);
   for (const query of options.queries ?? []) query(Resolver_);
-
-  const standard: Record<Standard, () => void> = {
-    create() {
-      d = method(Resolver_, 'create', async (input: unknown, ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        return inArgument('input', () => serviceOf(ctx).create(caller, ctx.sql, writeInput(input, 'create')));
-      });
-      params(
-        Resolver_,
-        'create',
-        Arg('input', () => types.Input!),
-        Ctx(),
-      );
-      Mutation(() => types.Type, { name: `create${type}`, ...describe('create') })(proto, 'create', d);
-    },
-    update() {
-      d = method(Resolver_, 'update', async (id: string, input: unknown, ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        const recordId = parseId(id);
-        return (await inArgument('input', () => serviceOf(ctx).replace(caller, ctx.sql, recordId, writeInput(input, 'replace')))).record;
-      });
-      params(
-        Resolver_,
-        'update',
-        Arg('id', () => ID),
-        Arg('input', () => types.Input!),
-        Ctx(),
-      );
-      Mutation(() => types.Type, { name: `update${type}`, ...describe('update', 'Replaces every writable field.') })(proto, 'update', d);
-    },
-    patch() {
-      d = method(Resolver_, 'patch', async (id: string, input: unknown, ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        const recordId = parseId(id);
-        return inArgument('input', () => serviceOf(ctx).patch(caller, ctx.sql, recordId, writeInput(input, 'patch')));
-      });
-      params(
-        Resolver_,
-        'patch',
-        Arg('id', () => ID),
-        Arg('input', () => types.Patch!),
-        Ctx(),
-      );
-      Mutation(() => types.Type, { name: `patch${type}`, ...describe('patch', 'Changes only the fields given.') })(proto, 'patch', d);
-    },
-    destroy() {
-      d = method(Resolver_, 'destroy', async (id: string, ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        await serviceOf(ctx).destroy(caller, ctx.sql, parseId(id));
-        return true;
-      });
-      params(
-        Resolver_,
-        'destroy',
-        Arg('id', () => ID),
-        Ctx(),
-      );
-      Mutation(() => Boolean, { name: `destroy${type}`, ...describe('destroy') })(proto, 'destroy', d);
-    },
-    restore() {
-      d = method(Resolver_, 'restore', async (id: string, ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        return serviceOf(ctx).restore(caller, ctx.sql, parseId(id));
-      });
-      params(
-        Resolver_,
-        'restore',
-        Arg('id', () => ID),
-        Ctx(),
-      );
-      Mutation(() => types.Type, { name: `restore${type}`, ...describe('restore') })(proto, 'restore', d);
-    },
-    apply() {
-      d = method(Resolver_, 'apply', async (ctx: GraphQLContext) => {
-        const caller = callerOf(ctx);
-        requirePermission(caller, write);
-        return String(await serviceOf(ctx).applyId(caller, ctx.sql));
-      });
-      params(Resolver_, 'apply', Ctx());
-      Mutation(() => ID, { name: `apply${type}ID`, ...describe('apply', `Reserves the next ${singular} id; update${type} on it creates the ${singular}.`) })(
-        proto,
-        'apply',
-        d,
-      );
-    },
-  };
-  if (options.entity) {
-    Entity(async (reference, ctx, info) => {
-      const caller = callerOf(ctx);
-      requirePermission(caller, read);
-      // The columns of the fields `_entities` selects (those of other types' fragments are no columns here).
-      return ctx.loaders.byId(serviceOf(ctx), selectedFields(info)).load(parseId(reference.id));
-    })(types.Type);
-  }
+  const standard = recordMutations(resource, serviceOf, types, options.descriptions ?? {});
   for (const mutation of options.mutations) {
-    if (typeof mutation === 'string') standard[mutation]();
+    if (typeof mutation === 'string') rootField(Resolver_, standard[mutation]);
     else mutation(Resolver_);
   }
   Resolver()(Resolver_);

@@ -28,10 +28,10 @@ import { DateTime } from './scalars.js';
  */
 
 /** A class with the given name, extending `Base` if given (type-graphql follows the class chain for inherited fields). */
-const named = (name: string, Base: ClassType = class {}): ClassType => ({ [name]: class extends Base {} })[name];
+export const named = (name: string, Base: ClassType = class {}): ClassType => ({ [name]: class extends Base {} })[name];
 
 /** The GraphQL type of a field's values (a scalar, or a list of strings). */
-function scalarOf(field: FieldDef): GraphQLScalarType | typeof String | typeof Boolean | [typeof String] {
+export function scalarOf(field: FieldDef): GraphQLScalarType | typeof String | typeof Boolean | [typeof String] {
   switch (field.kind) {
     case 'boolean':
       return Boolean;
@@ -54,7 +54,7 @@ function scalarOf(field: FieldDef): GraphQLScalarType | typeof String | typeof B
 }
 
 /** The filter input of a field's kind (docs/rest.md#lists-filter-orderby-page-pagesize's operators, typed). */
-function filterOf(field: FieldDef): ClassType {
+export function filterOf(field: FieldDef): ClassType {
   switch (field.kind) {
     case 'id':
     case 'reference':
@@ -75,7 +75,7 @@ function filterOf(field: FieldDef): ClassType {
   }
 }
 
-const define = (cls: ClassType, name: string, type: () => unknown, options: { nullable?: boolean; description?: string } = {}) =>
+export const define = (cls: ClassType, name: string, type: () => unknown, options: { nullable?: boolean; description?: string } = {}) =>
   Field(type as never, { nullable: options.nullable ?? false, ...(options.description ? { description: options.description } : {}) })(cls.prototype, name);
 
 export interface RecordTypes {

@@ -1,20 +1,9 @@
 import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, type BuildSchemaOptions, type PubSub } from 'type-graphql';
-import { applications } from '../applications/application.resource.js';
-import { auditResolver } from '../audit/audit.graphql.js';
-import { linkResolvers } from '../links/link.graphql.js';
-import { realtimeResolvers } from '../realtime/realtime.graphql.js';
-import { namedResolver } from '../resource/named.graphql.js';
-import { roles } from '../roles/role.resource.js';
-import { tokenResolvers } from '../tokens/token.graphql.js';
-import { userResolver } from '../users/user.graphql.js';
-import { webhookResolvers } from '../webhooks/webhook.graphql.js';
-import { serviceSdl, subgraphSchema } from './federation.js';
+import type { ClassType } from 'type-graphql';
+import { serviceSdl } from './federation.js';
 import { withPlainResolvers } from './plain-resolvers.js';
-
-let built: Promise<GraphQLSchema> | undefined;
-let builtSubgraph: Promise<GraphQLSchema> | undefined;
 
 const NO_TOPICS: PubSub = {
   publish() {
@@ -26,41 +15,19 @@ const NO_TOPICS: PubSub = {
 };
 
 /**
- * The schema, emitted from the resources' GraphQL adapters (built once per process: type-graphql's
- * metadata is global). The adapters are defined in the order the schema lists their operations.
+ * The schema of the modules' GraphQL adapters (src/module/registry.ts: schemaOf, which makes each
+ * module's resolvers once per process: type-graphql's metadata is global). The schema lists
+ * operations in the order their resolvers were defined.
  */
-export function graphQLSchema(): Promise<GraphQLSchema> {
-  built ??= (() => {
-    const resolvers = [
-      namedResolver(applications, 'applications'),
-      auditResolver(),
-      namedResolver(roles, 'roles'),
-      userResolver(),
-      ...linkResolvers(),
-      ...tokenResolvers(),
-      ...webhookResolvers(),
-      ...realtimeResolvers(),
-    ] as const;
-    // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
-    // once the schema has subscriptions; ours give their own `subscribe` (events come from the
-    // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
-    return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS }).then(withPlainResolvers);
-  })();
-  return built;
+export function buildGraphQLSchema(resolvers: readonly ClassType[]): Promise<GraphQLSchema> {
+  // The services validate every input, for REST and GraphQL alike. type-graphql asks for a PubSub
+  // once the schema has subscriptions; ours give their own `subscribe` (events come from the
+  // audit log through src/realtime/hub.ts), so topics are never published or subscribed to.
+  return buildSchema({ resolvers: resolvers as unknown as BuildSchemaOptions['resolvers'], validate: false, pubSub: NO_TOPICS }).then(withPlainResolvers);
 }
 
-/** schema.graphql as checked in at the repository root. */
-export async function schemaText(): Promise<string> {
-  return `${printSchema(await graphQLSchema())}\n`;
-}
+/** A schema as schema.graphql has it at the repository root. */
+export const schemaText = (schema: GraphQLSchema): string => `${printSchema(schema)}\n`;
 
-/** The same schema as an Apollo Federation 2 subgraph (GRAPHQL_FEDERATION=true; src/graphql/federation.ts), built once. */
-export function graphQLSubgraphSchema(): Promise<GraphQLSchema> {
-  builtSubgraph ??= graphQLSchema().then(subgraphSchema);
-  return builtSubgraph;
-}
-
-/** schema.subgraph.graphql as checked in at the repository root: the SDL `_service { sdl }` answers. */
-export async function subgraphSchemaText(): Promise<string> {
-  return `${await serviceSdl(await graphQLSubgraphSchema())}\n`;
-}
+/** A subgraph schema (src/graphql/federation.ts) as schema.subgraph.graphql has it: the SDL `_service { sdl }` answers. */
+export const subgraphSchemaText = async (subgraph: GraphQLSchema): Promise<string> => `${await serviceSdl(subgraph)}\n`;

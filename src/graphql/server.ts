@@ -14,18 +14,16 @@ import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { AppContext, AppState } from '../http/context.js';
-import { errorHeaders, failureOf, STATUS_OF } from '../http/errors.js';
+import { errorHeaders, failureOf, methodNotAllowed, STATUS_OF } from '../http/errors.js';
 import { readBody } from '../http/middleware.js';
 import type { Logger } from '../observability/log.js';
-import { GraphQLReadCache } from '../read-cache/graphql.js';
 import type { ReadCache } from '../read-cache/store.js';
-import type { SseEndpoint } from '../realtime/sse.js';
-import type { Services } from '../services.js';
-import { Loaders, type GraphQLContext } from './context.js';
+import { GraphQLReadCache } from './cached-read.js';
+import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
 import { formatError, httpErrorBody } from './errors.js';
 import { executorGateway } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
-import type { Admitted, Gate, OperationRequest, Refused, Transport } from './gate.js';
+import type { Admitted, Gate, OperationRequest, Refused, Transport, Verdict } from './gate.js';
 import { GRAPHQL_LIMITS } from './limits.js';
 
 /** What /graphql serves (OPTIONS aside): queries over GET (and HEAD), everything over POST. */
@@ -121,6 +119,17 @@ function answerErrors(ctx: AppContext, status: number, body: unknown): void {
   }
 }
 
+/**
+ * Subscriptions over Server-Sent Events on /graphql (src/realtime/sse.ts serves them; declared here
+ * so that graphql/ does not import realtime/, which imports graphql/).
+ */
+export interface SseEndpoint {
+  /** Whether a request asks for an event stream (graphql-sse's distinct connections mode). */
+  wants(ctx: AppContext): boolean;
+  /** Runs a subscription for an authenticated request, as the gate judged it (null: the request names nothing to run). */
+  serve(ctx: AppContext, caller: Caller, verdict: Verdict | null): Promise<void>;
+}
+
 export interface GraphQLEndpoint {
   middleware: Middleware<AppState>;
   stop(): Promise<void>;
@@ -189,6 +198,47 @@ async function startApollo({ db, log, introspection, gate, federation = false }:
   return apollo;
 }
 
+/** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
+async function readGraphQLBody(ctx: AppContext): Promise<void> {
+  await readBody(ctx, 'json');
+  const body: unknown = ctx.request.body;
+  if (typeof body !== 'object' || body === null) {
+    throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
+  }
+}
+
+/**
+ * The caller, or null for a request without a credential, which only introspection may be
+ * (checked once the gate has read the document). As on REST, a missing or invalid token is a
+ * 401 before anything else is said about the request (its body, its document, the schema); with
+ * a credential, the body is read in full before the token is looked up (that statement also
+ * reads the snapshot a cached answer is served under: a body that arrives after a write must not
+ * get an answer from before it; `snapshot`: the read cache is on).
+ */
+async function callerFor(ctx: AppContext, { db, introspection }: GraphQLDeps, snapshot: boolean): Promise<Caller | null> {
+  const header = authorizationOf(ctx.req);
+  const bodyProblem =
+    header !== undefined && ctx.method === 'POST'
+      ? await readGraphQLBody(ctx).then(
+          () => null,
+          (err: unknown) => ({ err }),
+        )
+      : null;
+  let caller: Caller;
+  try {
+    const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+    caller = await authenticate(db, credential, { snapshot, floor: db.readFloors });
+  } catch (err) {
+    // Only a request with no credential at all may fall back to introspection: a wrong one is
+    // a 401 (Sandbox shows it), as the README's table says.
+    if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
+    if (ctx.method === 'POST') await readGraphQLBody(ctx).catch(() => Promise.reject(err));
+    return null;
+  }
+  if (bodyProblem) throw bodyProblem.err;
+  return caller;
+}
+
 /**
  * Apollo Server on the shared services, behind one Koa middleware for /graphql that reads the
  * request (GET, HEAD or POST with a JSON object), authenticates it (HTTP 401 before GraphQL runs,
@@ -201,47 +251,6 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
   const { db, services, log, introspection, gate } = deps;
   const answers = deps.readCache ? new GraphQLReadCache(deps.readCache) : null;
   const apollo = await startApollo(deps);
-
-  /** Reads a POST body: JSON (else 400, 413 or 415) holding an object (else 400). */
-  async function readGraphQLBody(ctx: AppContext): Promise<void> {
-    await readBody(ctx, 'json');
-    const body: unknown = ctx.request.body;
-    if (typeof body !== 'object' || body === null) {
-      throw AppError.badRequest('the request body must be a JSON object such as {"query": "{ viewer { id } }"}');
-    }
-  }
-
-  /**
-   * The caller, or null for a request without a credential, which only introspection may be
-   * (checked once the gate has read the document). As on REST, a missing or invalid token is a
-   * 401 before anything else is said about the request (its body, its document, the schema); with
-   * a credential, the body is read in full before the token is looked up (that statement also
-   * reads the snapshot a cached answer is served under: a body that arrives after a write must not
-   * get an answer from before it).
-   */
-  async function callerFor(ctx: AppContext): Promise<Caller | null> {
-    const header = authorizationOf(ctx.req);
-    const bodyProblem =
-      header !== undefined && ctx.method === 'POST'
-        ? await readGraphQLBody(ctx).then(
-            () => null,
-            (err: unknown) => ({ err }),
-          )
-        : null;
-    let caller: Caller;
-    try {
-      const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      caller = await authenticate(db, credential, { snapshot: answers !== null, floor: db.readFloors });
-    } catch (err) {
-      // Only a request with no credential at all may fall back to introspection: a wrong one is
-      // a 401 (Sandbox shows it), as the README's table says.
-      if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED' || !introspection || header !== undefined) throw err;
-      if (ctx.method === 'POST') await readGraphQLBody(ctx).catch(() => Promise.reject(err));
-      return null;
-    }
-    if (bodyProblem) throw bodyProblem.err;
-    return caller;
-  }
 
   /**
    * Apollo Server answers a request the gate admitted (or left to it), through its public
@@ -296,9 +305,9 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
         ctx.status = 204;
         return;
       }
-      if (!GRAPHQL_METHODS.includes(ctx.method)) throw AppError.methodNotAllowed(ctx.method, GRAPHQL_METHODS);
+      if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const caller = await callerFor(ctx);
+      const caller = await callerFor(ctx, deps, answers !== null);
       const request = operationRequestOf(ctx);
       const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
       const verdict = verdictOf(ctx, request, caller, transport);

@@ -5,6 +5,26 @@ import type { Logger } from '../observability/log.js';
 import type { AppContext } from './context.js';
 import { requestIdFrom } from './request-id.js';
 
+declare module '../errors.js' {
+  /** The codes of what only HTTP refuses (the domain's are in src/errors.ts). */
+  interface ErrorCodes {
+    METHOD_NOT_ALLOWED: true;
+    REQUEST_TIMEOUT: true;
+    PAYLOAD_TOO_LARGE: true;
+    UNSUPPORTED_MEDIA_TYPE: true;
+    TOO_MANY_REQUESTS: true;
+    HEADERS_TOO_LARGE: true;
+  }
+  interface ErrorInfo {
+    /** METHOD_NOT_ALLOWED: the methods the path serves. */
+    allow?: readonly string[];
+  }
+}
+
+/** A 405: `method` is not served on the path, which serves `allow`. */
+export const methodNotAllowed = (method: string, allow: readonly string[]): AppError =>
+  new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${allow.join(', ')}`, undefined, { allow });
+
 /** The HTTP status of each error code. */
 export const STATUS_OF: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
@@ -92,7 +112,7 @@ export function answerBareStatus(ctx: AppContext): void {
     ctx.remove('Allow');
     sendError(ctx, AppError.notFound(`no route for ${ctx.method} ${ctx.path}`));
   } else if (ctx.status === 405 || ctx.status === 501) {
-    sendError(ctx, AppError.methodNotAllowed(ctx.method, allow.split(/,\s*/)));
+    sendError(ctx, methodNotAllowed(ctx.method, allow.split(/,\s*/)));
   }
 }
 

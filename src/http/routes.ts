@@ -4,10 +4,11 @@ import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import type { Database } from '../db/database.js';
-import { cachedRead } from '../read-cache/rest.js';
+import { cachedRead } from './cached-read.js';
 import type { ReadCache } from '../read-cache/store.js';
 import type { AppContext, AppState, RouteContext } from './context.js';
 import { readBody, type BodyKind } from './middleware.js';
+import type { Schema } from './openapi-schemas.js';
 
 /**
  * The REST API as a table of routes. Each route says what it needs, and the one pipeline below
@@ -35,8 +36,9 @@ export interface ApiTag {
 
 /**
  * What the OpenAPI document (src/http/openapi.ts) says of a route, kept with the route so that the
- * two change together. The parameters and the request and response schemas are still derived in
- * openapi.ts from the resource definitions.
+ * two change together: its tag, summary and description, and its operation (parameters, request
+ * body, answers), whose schemas are derived from the resource definitions
+ * (src/http/openapi-schemas.ts).
  */
 export interface RouteDocs {
   tag: ApiTag;
@@ -50,6 +52,10 @@ export interface RouteDocs {
    * from it. The service answers either form.
    */
   trailingSlash?: boolean;
+  /** The OpenAPI operation's `parameters`, `requestBody` and `responses` (a 401 is added to every API route's). */
+  operation: Schema;
+  /** The schemas the operation refers to (`#/components/schemas/<name>`), by name; those of src/http/openapi.ts need not be repeated. */
+  schemas?: Record<string, Schema>;
 }
 
 /** A route as the OpenAPI document needs it. */

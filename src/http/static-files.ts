@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
 import type { Middleware } from 'koa';
-import { AppError } from '../errors.js';
+import { methodNotAllowed } from './errors.js';
 import type { AppContext, AppState } from './context.js';
 
 const require = createRequire(import.meta.url);
@@ -35,7 +35,7 @@ const READ_METHODS = ['GET', 'HEAD'];
  */
 export function readsPage(ctx: AppContext): boolean {
   if (READ_METHODS.includes(ctx.method)) return true;
-  if (ctx.method !== 'OPTIONS') throw AppError.methodNotAllowed(ctx.method, READ_METHODS);
+  if (ctx.method !== 'OPTIONS') throw methodNotAllowed(ctx.method, READ_METHODS);
   ctx.set('Allow', [...READ_METHODS, 'OPTIONS'].join(', '));
   ctx.status = 204;
   return false;

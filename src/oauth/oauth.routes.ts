@@ -1,8 +1,27 @@
 import { AppError } from '../errors.js';
+import { errors, json, param, ref, scalar, type Schema } from '../http/openapi-schemas.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import type { LinkService } from '../links/link.service.js';
 import { parseId } from '../resource/input.js';
-import type { TokenService } from '../tokens/token.service.js';
+import type { IntrospectedToken, TokenService } from '../tokens/token.service.js';
+
+/** A wire date in seconds since the epoch (RFC 7662's NumericDate). */
+const epochSeconds = (wire: string) => Math.floor(Date.parse(wire) / 1000);
+
+/** RFC 7662 §2.2: what an introspection answers about a token (`{active: false}` for anything not live). */
+function introspection(token: IntrospectedToken | null) {
+  if (!token) return { active: false };
+  return {
+    active: true,
+    scope: token.scope ?? '',
+    client_id: token.client ?? '',
+    username: `${token.user.firstName ?? ''} ${token.user.lastName ?? ''}`.trim(),
+    sub: String(token.userId),
+    ...(token.expireAt ? { exp: epochSeconds(token.expireAt) } : {}),
+    iat: epochSeconds(token.createdAt),
+    token_type: token.tokenType || 'Bearer',
+  };
+}
 
 /** The `token` parameter of an RFC 7662/7009 request. */
 function tokenOf(body: unknown): string {
@@ -12,6 +31,30 @@ function tokenOf(body: unknown): string {
   }
   return value;
 }
+
+/** The body of an RFC 7662/7009 request: a form, as the RFCs have it, or JSON. */
+const TOKEN_BODY = { required: true, content: { 'application/x-www-form-urlencoded': { schema: ref('TokenParameter') }, ...json(ref('TokenParameter')) } };
+
+const TOKEN_PARAMETER: Schema = {
+  type: 'object',
+  required: ['token'],
+  properties: { token: { type: 'string', description: 'the access token value' }, token_type_hint: { type: 'string' } },
+};
+
+const INTROSPECTION: Schema = {
+  type: 'object',
+  required: ['active'],
+  properties: {
+    active: { type: 'boolean' },
+    scope: { type: 'string' },
+    client_id: { type: 'string' },
+    username: { type: 'string' },
+    sub: { type: 'string', description: 'the user id' },
+    exp: { type: 'integer', description: 'seconds since the epoch; absent when the token never expires' },
+    iat: { type: 'integer' },
+    token_type: { type: 'string' },
+  },
+};
 
 const TAG: ApiTag = {
   name: 'token platform',
@@ -36,10 +79,18 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec
           'Says whether the token of the body (`token=…` as a form, or `{"token": …}`) is live: `{"active": true, …}` with its scope, ' +
           'client, user and times, or `{"active": false}` for anything else (unknown, expired, deleted, its user deleted), never a 404. ' +
           'Answers carry `Cache-Control: no-store`. Needs `token:read`.',
+        operation: {
+          requestBody: TOKEN_BODY,
+          responses: {
+            200: { description: '`{"active": false}` for anything not live', content: json(ref('Introspection')) },
+            ...errors(400, 401, 403, 415, 503),
+          },
+        },
+        schemas: { TokenParameter: TOKEN_PARAMETER, Introspection: INTROSPECTION },
       },
       async handle(ctx, caller, sql) {
         ctx.set('Cache-Control', 'no-store');
-        ctx.body = await tokens.introspect(caller, sql, tokenOf(ctx.request.body));
+        ctx.body = introspection(await tokens.introspect(caller, sql, tokenOf(ctx.request.body)));
       },
     },
     {
@@ -53,6 +104,17 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec
           'Soft-deletes the token of the body (`token=…` as a form, or `{"token": …}`): the next request with it is a 401. An unknown or ' +
           'already dead token is no error (`{"revoked": 0}`). A caller may always revoke its own token; another needs `token:write` and ' +
           'the right to grant its scope (403 otherwise).',
+        operation: {
+          requestBody: TOKEN_BODY,
+          responses: {
+            200: {
+              description: 'Revoked, or nothing to revoke',
+              content: json({ type: 'object', properties: { revoked: { type: 'integer', enum: [0, 1] } } }),
+            },
+            ...errors(400, 401, 403, 415, 503),
+          },
+        },
+        schemas: { TokenParameter: TOKEN_PARAMETER },
       },
       async handle(ctx, caller, sql) {
         ctx.body = { revoked: await tokens.revokeByValue(caller, sql, tokenOf(ctx.request.body)) };
@@ -68,9 +130,21 @@ export function oauthRoutes(tokens: TokenService, links: LinkService): RouteSpec
         description:
           'The original family’s call: other services send the end user’s token and read the user it belongs to and the `right` of that ' +
           'user’s link to the application (0 when not linked). 404 when the application is not live. Needs any valid token.',
+        operation: {
+          parameters: [param('applicationID')],
+          responses: {
+            200: {
+              description: 'The user and its right (0 when not linked)',
+              content: json({ type: 'object', required: ['userID', 'userRight'], properties: { userID: ref('Id'), userRight: scalar('safeInt') } }),
+            },
+            ...errors(400, 401, 404, 503),
+          },
+        },
       },
       handle: async (ctx, caller, sql) => {
-        ctx.body = await links.authorize(caller, sql, parseId(ctx.params.applicationID, 'applicationID'));
+        const { userId, right } = await links.authorize(caller, sql, parseId(ctx.params.applicationID, 'applicationID'));
+        // The original family's shape.
+        ctx.body = { userID: userId, userRight: right };
       },
     },
   ];

@@ -3,7 +3,7 @@ import { Loaders, type GraphQLContext } from '../graphql/context.js';
 import type { Admitted, Gate } from '../graphql/gate.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import type { ChangeEvent } from './events.js';
 import type { RealtimeContext } from './realtime.graphql.js';
 

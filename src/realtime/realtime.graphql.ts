@@ -1,28 +1,23 @@
 import { Arg, Ctx, Field, FieldResolver, ID, ObjectType, registerEnumType, Resolver, Root, Subscription, type ClassType } from 'type-graphql';
-import { SafeIntResolver } from 'graphql-scalars';
-import { SYSTEM_CALLER } from '../auth/bootstrap.js';
-import { can, requirePermission, type Caller, type Permission } from '../auth/caller.js';
-import { AUDIT_ACTIONS } from '../audit/audit.resource.js';
+import { requirePermission, type Caller } from '../auth/caller.js';
 import { AppError } from '../errors.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { DateTime } from '../graphql/scalars.js';
-import { namedTypes } from '../resource/named.graphql.js';
+import { AUDIT_ACTIONS } from '../resource/audit.js';
 import { parseId } from '../resource/input.js';
-import { applications } from '../applications/application.resource.js';
-import { roles } from '../roles/role.resource.js';
-import { tokenTypes } from '../tokens/token.graphql.js';
-import { userTypes } from '../users/user.graphql.js';
-import { users } from '../users/user.resource.js';
+import type { Resource } from '../resource/resource.js';
 import type { ChangeEvent } from './events.js';
 import type { StreamFilter } from './hub.js';
 
 /**
- * The subscriptions of docs/graphql.md#subscriptions, over type-graphql's `@Subscription` with a `subscribe` function
- * each: userEvents, tokenEvents, linkEvents, applicationEvents and roleEvents. Each checks the
- * caller's read scope first, then streams the events of the hub (src/realtime/hub.ts) that match
- * its arguments, resuming after `after` when given. An event's record (`user`, `token`, …) is read
- * as the matching query would read it now, with the subscriber's permission, once per event on
- * this instance however many subscribers receive it.
+ * The subscriptions of docs/graphql.md#subscriptions are each module's (src/module/module.ts:
+ * `subscriptions`): `recordEvents` below makes a resource's (userEvents, applicationEvents,
+ * roleEvents); tokens and links write theirs with the pieces here. Each is type-graphql's
+ * `@Subscription` with a `subscribe` function: it checks the caller's read scope first, then
+ * streams the events of the hub (src/realtime/hub.ts) that match its arguments, resuming after
+ * `after` when given. An event's record (`user`, `token`, …) is read as the matching query would
+ * read it now, as the subscriber (whose permission its field checks first), once per event on this
+ * instance however many subscribers receive it.
  */
 
 /** The audit log's actions, as GraphQL names them. */
@@ -49,28 +44,32 @@ export interface RealtimeContext {
   stream(operation: string, filter: StreamFilter, after: number | null): Promise<AsyncIterableIterator<ChangeEvent>>;
 }
 
-const realtimeOf = (ctx: GraphQLContext): RealtimeContext => {
-  const realtime = (ctx as GraphQLContext & { realtime?: RealtimeContext }).realtime;
+/** Where a subscription's `subscribe` streams from (a 400 over plain HTTP: subscriptions need WebSocket or SSE). */
+export function realtimeOf(context: unknown): RealtimeContext {
+  const realtime = (context as GraphQLContext & { realtime?: RealtimeContext }).realtime;
   if (!realtime) throw AppError.badRequest('subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)');
   return realtime;
-};
+}
+
+/** The subscriber of a subscription's `subscribe`. */
+export const subscriberOf = (context: unknown): Caller => callerOf(context as GraphQLContext);
 
 /** `after` and the ids of arguments, parsed (400 naming the argument). */
-const optionalId = (raw: unknown, field: string): number | null => (raw === undefined || raw === null ? null : parseId(raw, field));
+export const optionalId = (raw: unknown, field: string): number | null => (raw === undefined || raw === null ? null : parseId(raw, field));
 
 /** An event's record, read once on this instance (its first subscriber reads it; the others wait for that read). */
 const records = new WeakMap<ChangeEvent, Promise<unknown>>();
-function recordOf<T>(event: ChangeEvent, read: () => Promise<T>): Promise<T> {
+export function recordOf<T>(event: ChangeEvent, read: () => Promise<T>): Promise<T> {
   let found = records.get(event) as Promise<T> | undefined;
   if (!found) records.set(event, (found = read()));
   return found;
 }
 
 /** The common fields of an event. */
-const eventFields = (event: ChangeEvent) => ({ eventID: String(event.eventID), action: event.action as ChangeAction, at: event.at, event });
+export const eventFields = (event: ChangeEvent) => ({ eventID: String(event.eventID), action: event.action as ChangeAction, at: event.at, event });
 
 /** The events of these audit resources, of one record when `recordId` is given: in memory, and as the replay's SQL. */
-function eventsOf(resources: readonly string[], recordId: number | null): StreamFilter {
+export function eventsOf(resources: readonly string[], recordId: number | null): StreamFilter {
   return {
     matches: (e) => resources.includes(e.resource) && (recordId === null || e.recordID === recordId),
     sql: {
@@ -80,12 +79,13 @@ function eventsOf(resources: readonly string[], recordId: number | null): Stream
   };
 }
 
-/** A resource whose records have events of their own: its definition's name and GraphQL type, and how to read one. */
-interface EventfulResource {
-  /** Its definition (`users`, …): the audit log's resource name, the GraphQL type's name. */
-  definition: { name: string; type: string };
+/** A resource whose records have events of their own: its definition, its GraphQL type, and how to read one. */
+export interface EventfulResource {
+  /** Its definition (`users`, …): the audit log's resource name, the GraphQL type's name, the read permission. */
+  definition: Pick<Resource, 'name' | 'type' | 'permissions'>;
   recordType: () => ClassType;
-  find(ctx: GraphQLContext, id: number): Promise<unknown>;
+  /** The live record, as its query reads it, by the subscriber. */
+  find(ctx: GraphQLContext, caller: Caller, id: number): Promise<unknown>;
 }
 
 /**
@@ -93,9 +93,9 @@ interface EventfulResource {
  * subscriptions (`userEvents`, …), derived from the resource: the names, the read permission,
  * the audit log's resource.
  */
-function recordEvents(resource: EventfulResource): ClassType[] {
-  const { name, type } = resource.definition;
-  const spec = { type: `${type}Event`, field: name, operation: `${name}Events`, permission: `${name}:read` as Permission };
+export function recordEvents(resource: EventfulResource): ClassType[] {
+  const { name, type, permissions } = resource.definition;
+  const spec = { type: `${type}Event`, field: name, operation: `${name}Events`, permission: permissions.read };
   @ObjectType(spec.type, { description: `A committed change of ${/^[aeiou]/.test(spec.field) ? 'an' : 'a'} ${spec.field} (its audit event).` })
   class RecordEvent {
     @Field(() => ID, { description: 'The audit event’s id: pass it as `after` to resume after it.' }) eventID!: string;
@@ -112,10 +112,9 @@ function recordEvents(resource: EventfulResource): ClassType[] {
       name: spec.operation,
       description: `Every committed change of ${spec.field}s (of one, with id), in commit order; with after, the later ones first. Needs ${spec.permission}.`,
       subscribe: async ({ args, context }) => {
-        const caller = callerOf(context as GraphQLContext);
-        requirePermission(caller, spec.permission);
+        requirePermission(subscriberOf(context), spec.permission);
         const filter = eventsOf([name], optionalId(args.id, 'id'));
-        return realtimeOf(context as GraphQLContext).stream(spec.operation, filter, optionalId(args.after, 'after'));
+        return realtimeOf(context).stream(spec.operation, filter, optionalId(args.after, 'after'));
       },
     })
     events(@Root() event: ChangeEvent, @Arg('after', () => ID, { nullable: true }) _after?: string, @Arg('id', () => ID, { nullable: true }) _id?: string) {
@@ -124,125 +123,11 @@ function recordEvents(resource: EventfulResource): ClassType[] {
 
     @FieldResolver(resource.recordType, { nullable: true, name: spec.field, description: `As ${spec.field}(id) would answer it now: null once deleted.` })
     record(@Root() event: RecordEvent, @Ctx() ctx: GraphQLContext) {
-      requirePermission(callerOf(ctx), spec.permission);
-      return recordOf(event.event, () => resource.find(ctx, event.id));
+      const caller = callerOf(ctx);
+      requirePermission(caller, spec.permission);
+      return recordOf(event.event, () => resource.find(ctx, caller, event.id));
     }
   }
   Object.defineProperty(RecordEventResolver, 'name', { value: `${spec.type}Resolver` });
   return [RecordEventResolver];
-}
-
-@ObjectType('TokenEvent', { description: 'A committed change of a token (its audit event).' })
-class TokenEvent {
-  @Field(() => ID, { description: 'The audit event’s id: pass it as `after` to resume after it.' }) eventID!: string;
-  @Field(() => ChangeAction) action!: ChangeAction;
-  @Field(() => ID) id!: number;
-  @Field(() => ID) userID!: number;
-  @Field(() => DateTime) at!: string;
-  event!: ChangeEvent;
-}
-
-@ObjectType('LinkEvent', { description: 'A committed change of a user’s application or role link (its audit event).' })
-class LinkEvent {
-  @Field(() => ID, { description: 'The audit event’s id: pass it as `after` to resume after it.' }) eventID!: string;
-  @Field(() => ChangeAction) action!: ChangeAction;
-  @Field(() => ID) userID!: number;
-  @Field(() => ID, { nullable: true, description: 'For an application link.' }) applicationID!: number | null;
-  @Field(() => ID, { nullable: true, description: 'For a role link.' }) roleID!: number | null;
-  @Field(() => SafeIntResolver, { nullable: true, description: 'An application link’s right after the change (null for a role link or an unlink).' }) right!:
-    number | null;
-  @Field(() => DateTime) at!: string;
-}
-
-/** The value a link event's change names (`applicationID`: the one linked, unlinked or changed). */
-const changed = (event: ChangeEvent, field: string): number | null => {
-  const change = event.changes?.[field];
-  const value = change?.after ?? change?.before;
-  return typeof value === 'number' ? value : null;
-};
-
-/** Whether a caller may stream a user's tokens: token:read, or the user is its own. */
-const mayReadTokensOf = (caller: Caller, userId: number | null) => can(caller, 'token:read') || (userId !== null && userId === caller.userId);
-
-@Resolver(() => TokenEvent)
-class TokenEventResolver {
-  @Subscription(() => TokenEvent, {
-    description:
-      'Every committed change of tokens (of one user’s, with userID), in commit order; with after, the later ones first. Needs token:read, or userID of the caller’s own user.',
-    subscribe: async ({ args, context }) => {
-      const caller = callerOf(context as GraphQLContext);
-      const userId = optionalId(args.userID, 'userID');
-      if (!mayReadTokensOf(caller, userId)) requirePermission(caller, 'token:read');
-      const filter: StreamFilter = {
-        matches: (e) => e.resource === 'token' && (userId === null || e.userID === userId),
-        sql: {
-          where: `a.resource = 'token'${userId === null ? '' : ' and exists (select 1 from tokens t where t.id = a.record_id and t.user_id = ?)'}`,
-          params: userId === null ? [] : [userId],
-        },
-      };
-      return realtimeOf(context as GraphQLContext).stream('tokenEvents', filter, optionalId(args.after, 'after'));
-    },
-  })
-  tokenEvents(
-    @Root() event: ChangeEvent,
-    @Arg('after', () => ID, { nullable: true }) _after?: string,
-    @Arg('userID', () => ID, { nullable: true }) _userID?: string,
-  ) {
-    return { ...eventFields(event), id: event.recordID, userID: event.userID };
-  }
-
-  @FieldResolver(() => tokenTypes().Type, { nullable: true, description: 'As token(id) would answer it now: null once revoked or deleted. Needs token:read.' })
-  token(@Root() event: TokenEvent, @Ctx() ctx: GraphQLContext) {
-    requirePermission(callerOf(ctx), 'token:read');
-    return recordOf(event.event, () => ctx.services.tokens.find(SYSTEM_CALLER, ctx.sql, event.id));
-  }
-}
-
-@Resolver(() => LinkEvent)
-class LinkEventResolver {
-  @Subscription(() => LinkEvent, {
-    description:
-      'Every committed change of users’ application and role links (of one user’s, with userID), in commit order; with after, the later ones first. Needs user:read.',
-    subscribe: async ({ args, context }) => {
-      const caller = callerOf(context as GraphQLContext);
-      requirePermission(caller, 'user:read');
-      // A link's audit record is its user.
-      const filter = eventsOf(['application_link', 'role_link'], optionalId(args.userID, 'userID'));
-      return realtimeOf(context as GraphQLContext).stream('linkEvents', filter, optionalId(args.after, 'after'));
-    },
-  })
-  linkEvents(
-    @Root() event: ChangeEvent,
-    @Arg('after', () => ID, { nullable: true }) _after?: string,
-    @Arg('userID', () => ID, { nullable: true }) _userID?: string,
-  ): LinkEvent {
-    const application = event.resource === 'application_link';
-    const right = application && event.action !== 'unlink' ? (changed(event, 'right') ?? (event.action === 'link' ? 0 : null)) : null;
-    return {
-      eventID: String(event.eventID),
-      action: event.action as ChangeAction,
-      userID: event.recordID,
-      applicationID: application ? changed(event, 'applicationID') : null,
-      roleID: application ? null : changed(event, 'roleID'),
-      right,
-      at: event.at,
-    };
-  }
-}
-
-/** The realtime resolvers, for the schema. */
-export function realtimeResolvers(): ClassType[] {
-  // Each event's record is read once on this instance, whoever subscribes (each subscriber's
-  // permission is checked before): so as the service itself.
-  return [
-    ...recordEvents({ definition: users, recordType: () => userTypes().Type, find: (ctx, id) => ctx.services.users.find(SYSTEM_CALLER, ctx.sql, id) }),
-    ...recordEvents({
-      definition: applications,
-      recordType: () => namedTypes(applications).Type,
-      find: (ctx, id) => ctx.services.applications.find(SYSTEM_CALLER, ctx.sql, id),
-    }),
-    ...recordEvents({ definition: roles, recordType: () => namedTypes(roles).Type, find: (ctx, id) => ctx.services.roles.find(SYSTEM_CALLER, ctx.sql, id) }),
-    TokenEventResolver,
-    LinkEventResolver,
-  ];
 }

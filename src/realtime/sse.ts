@@ -10,7 +10,7 @@ import type { GraphQLContext } from '../graphql/context.js';
 import type { Gate, Verdict } from '../graphql/gate.js';
 import type { AppContext } from '../http/context.js';
 import type { Logger } from '../observability/log.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, type CloseReason, type Connection, type Hub } from './hub.js';
 import { EventResults, formatResult, subscribeFresh, subscriptionArgs, subscriptionContext } from './operation.js';
 import type { RealtimeContext } from './realtime.graphql.js';

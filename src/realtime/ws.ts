@@ -2,8 +2,8 @@ import type { IncomingMessage, Server } from 'node:http';
 import { isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GraphQLError } from 'graphql';
-import type { Context } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
+import type { Context, ServerOptions } from 'graphql-ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authenticate, clientOf } from '../auth/authenticate.js';
 import type { Caller } from '../auth/caller.js';
@@ -13,7 +13,7 @@ import { AppError } from '../errors.js';
 import { answerOnSocket } from '../http/errors.js';
 import { requestIdFrom } from '../http/request-id.js';
 import type { Logger } from '../observability/log.js';
-import type { Services } from '../services.js';
+import type { ServiceContainer as Services } from '../graphql/context.js';
 import { CLOSE, closeName, closeReasonOf, MAX_SUBSCRIPTIONS_PER_CONNECTION, type CloseReason, type Connection, type Hub } from './hub.js';
 import type { Gate } from '../graphql/gate.js';
 import { formatResult, subscribeFresh, subscriptionArgs, subscriptionContext } from './operation.js';
@@ -154,37 +154,73 @@ export interface WaitingLimits {
   initTimeoutMs: number;
 }
 
-export function attachWebSockets(
-  server: Server,
-  deps: {
-    gate: Gate;
-    db: Database;
-    services: Services;
-    hub: Hub;
-    log: Logger;
-    corsOrigins: Config['corsOrigins'];
-    waiting: WaitingLimits;
-  },
-): WebSocketEndpoint {
-  const { gate, db, hub, log } = deps;
-  const { schema } = gate;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
-  const states = new WeakMap<WebSocket, SocketState>();
-  const waiting = new WaitingSockets(deps.waiting.perAddress, deps.waiting.max);
-  const stopWaiting = (state: SocketState) => {
+/** What the WebSocket endpoint works with (src/server.ts). */
+interface WebSocketDeps {
+  gate: Gate;
+  db: Database;
+  services: Services;
+  hub: Hub;
+  log: Logger;
+  corsOrigins: Config['corsOrigins'];
+  waiting: WaitingLimits;
+}
+
+/** A connection_init payload (graphql-ws): where the token is (authorizationOfParams). */
+type InitPayload = Record<string, unknown> | undefined;
+type SocketContext = Context<InitPayload, Extra>;
+
+/**
+ * The server's sockets as this side knows them: each one's state from its upgrade on, and the
+ * count of those waiting for their connection_init.
+ */
+class Sockets {
+  private readonly states = new WeakMap<WebSocket, SocketState>();
+  private readonly waiting: WaitingSockets;
+
+  constructor(limits: WaitingLimits) {
+    this.waiting = new WaitingSockets(limits.perAddress, limits.max);
+  }
+
+  /** Counts an upgraded socket among those waiting (or says why not), and keeps its state. */
+  enter(socket: WebSocket, state: SocketState): CloseReason | null {
+    const refused = this.waiting.enter(state.address);
+    if (refused) return refused;
+    state.waiting = true;
+    this.states.set(socket, state);
+    return null;
+  }
+
+  /** A socket's state: set at its upgrade, before graphql-ws sees the socket. */
+  stateOf(socket: WebSocket): SocketState | undefined {
+    return this.states.get(socket);
+  }
+
+  /** The socket no longer waits for its connection_init (authenticated, or closed). */
+  stopWaiting(state: SocketState): void {
     if (!state.waiting) return;
     state.waiting = false;
-    waiting.leave(state.address);
-  };
-  const closeWith = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
-    state.closedFor ??= closeName(reason);
-    socket.close(CLOSE[reason].code, CLOSE[reason].reason);
-  };
-  const refuse = (socket: WebSocket, state: SocketState, reason: CloseReason) => {
-    closeWith(socket, state, reason);
-    setTimeout(() => socket.terminate(), REFUSED_GRACE_MS).unref();
-  };
+    this.waiting.leave(state.address);
+  }
+}
 
+function closeWith(socket: WebSocket, state: SocketState, reason: CloseReason): void {
+  state.closedFor ??= closeName(reason);
+  socket.close(CLOSE[reason].code, CLOSE[reason].reason);
+}
+
+/** Closes a socket that is counted nowhere: one that does not answer its close frame is cut off. */
+function refuse(socket: WebSocket, state: SocketState, reason: CloseReason): void {
+  closeWith(socket, state, reason);
+  setTimeout(() => socket.terminate(), REFUSED_GRACE_MS).unref();
+}
+
+/**
+ * Connection admission at the upgrade: only /graphql, from an allowed Origin (HTTP errors before
+ * the upgrade), then one of the places waiting for a connection_init (1013 past them); the close
+ * of an admitted socket is logged and gives its place back.
+ */
+function admitUpgrades(server: Server, wss: WebSocketServer, sockets: Sockets, deps: WebSocketDeps): void {
+  const { hub, log } = deps;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const given = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined;
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -195,20 +231,18 @@ export function attachWebSockets(
     wss.handleUpgrade(req, socket, head, (ws) => {
       const state: SocketState = { requestId: requestIdFrom(given), address: addressKey(req.socket.remoteAddress ?? ''), waiting: false, admitted: false };
       const { requestId } = state;
-      const refused = waiting.enter(state.address);
+      const refused = sockets.enter(ws, state);
       if (refused) {
         const reason = closeName(refused);
         log.info('subscription connection refused', { transport: 'ws', requestId, reason });
         hub.dismissed('ws', reason);
         return refuse(ws, state, refused);
       }
-      state.waiting = true;
-      states.set(ws, state);
       const opened = Date.now();
       ws.once('close', (code, text) => {
         // The reason this side closed for, else what the close frame says (the client's doing).
         const reason = state.closedFor ?? closeReasonOf(code, String(text));
-        stopWaiting(state);
+        sockets.stopWaiting(state);
         state.forget?.();
         if (state.admitted) hub.release('ws', reason);
         else hub.dismissed('ws', reason);
@@ -225,81 +259,99 @@ export function attachWebSockets(
       wss.emit('connection', ws, req);
     });
   });
+}
 
-  const server$ = useServer<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>(
-    {
-      schema,
-      // graphql-ws closes a socket whose connection_init does not come within this time (4408):
-      // a socket not yet authenticated holds one of the waiting places only this long.
-      connectionInitWaitTimeout: deps.waiting.initTimeoutMs,
-      onConnect: async (ctx: Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>) => {
-        const { socket, request } = ctx.extra;
-        const state = states.get(socket)!; // set at the upgrade, before graphql-ws sees the socket
-        const { requestId } = state;
-        let caller: Caller;
-        try {
-          caller = await authenticate(db, { authorization: authorizationOfParams(ctx.connectionParams), client: clientOf(request.headers), requestId });
-        } catch (err) {
-          if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
-          closeWith(socket, state, 'unauthorized');
-          return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
-        }
-        if (socket.readyState !== socket.OPEN) return false;
-        // Authenticated: no longer waiting, and now it counts against SUBSCRIPTIONS_MAX.
-        stopWaiting(state);
-        if (!hub.admit('ws')) {
-          log.info('subscription connection refused', { transport: 'ws', requestId, tokenId: caller.tokenId, reason: 'too_many' });
-          refuse(socket, state, 'tooMany');
-          return false;
-        }
-        state.admitted = true;
-        const connection: Connection = {
-          tokenId: caller.tokenId,
-          userId: caller.userId,
-          transport: 'ws',
-          close: (why: CloseReason) => closeWith(socket, state, why),
-        };
-        state.caller = caller;
-        state.realtime = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
-        const forget = await hub.addConnection(connection);
-        // Closed meanwhile: its close handler found nothing to forget yet.
-        if (socket.readyState !== socket.OPEN) {
-          forget();
-          return false;
-        }
-        state.forget = forget;
-        log.info('subscription connection opened', { transport: 'ws', requestId, tokenId: caller.tokenId, userId: caller.userId });
-        return true;
-      },
-      onSubscribe: (ctx, _id, payload) => {
-        const state = states.get(ctx.extra.socket)!; // acknowledged: authenticated
-        if (Object.keys(ctx.subscriptions).length > MAX_SUBSCRIPTIONS_PER_CONNECTION) {
-          return [
-            new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, {
-              extensions: { code: 'TOO_MANY_REQUESTS' },
-            }),
-          ];
-        }
-        // Refusals go out through onError, formatted.
-        const verdict = gate.admit(payload, state.caller!, 'ws', state.requestId);
-        if (verdict.kind !== 'admitted') return [...verdict.errors];
-        return subscriptionArgs(schema, verdict, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
-      },
-      subscribe: (args) => subscribeFresh(args),
-      onNext: (ctx, _id, _payload, _args, result) => formatResult(gate, result, states.get(ctx.extra.socket)?.requestId ?? '') ?? undefined,
-      onError: (ctx, _id, _payload, errors) => gate.format(errors, states.get(ctx.extra.socket)?.requestId ?? ''),
+/**
+ * A connection_init: its token authenticated as a request's (4401 otherwise), then one of
+ * SUBSCRIPTIONS_MAX places (4429 past it), then known to the hub. False: refused (the socket is
+ * closing with its own code already).
+ */
+async function acceptInit(ctx: SocketContext, sockets: Sockets, deps: WebSocketDeps): Promise<boolean> {
+  const { db, hub, log } = deps;
+  const { socket, request } = ctx.extra;
+  const state = sockets.stateOf(socket)!;
+  const { requestId } = state;
+  let caller: Caller;
+  try {
+    caller = await authenticate(db, { authorization: authorizationOfParams(ctx.connectionParams), client: clientOf(request.headers), requestId });
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') throw err;
+    closeWith(socket, state, 'unauthorized');
+    return false; // graphql-ws would close with 4403; the socket is closing with 4401 already
+  }
+  if (socket.readyState !== socket.OPEN) return false;
+  // Authenticated: no longer waiting, and now it counts against SUBSCRIPTIONS_MAX.
+  sockets.stopWaiting(state);
+  if (!hub.admit('ws')) {
+    log.info('subscription connection refused', { transport: 'ws', requestId, tokenId: caller.tokenId, reason: 'too_many' });
+    refuse(socket, state, 'tooMany');
+    return false;
+  }
+  state.admitted = true;
+  const connection: Connection = {
+    tokenId: caller.tokenId,
+    userId: caller.userId,
+    transport: 'ws',
+    close: (why: CloseReason) => closeWith(socket, state, why),
+  };
+  state.caller = caller;
+  state.realtime = { stream: (operation, filter, after) => hub.stream(operation, filter, after, () => connection.close('slow')) };
+  const forget = await hub.addConnection(connection);
+  // Closed meanwhile: its close handler found nothing to forget yet.
+  if (socket.readyState !== socket.OPEN) {
+    forget();
+    return false;
+  }
+  state.forget = forget;
+  log.info('subscription connection opened', { transport: 'ws', requestId, tokenId: caller.tokenId, userId: caller.userId });
+  return true;
+}
+
+/**
+ * graphql-ws's server options: the connection_init's wait and acceptance, each subscribe through
+ * the gate (at most MAX_SUBSCRIPTIONS_PER_CONNECTION at once), results and errors formatted by it.
+ */
+function graphqlWsOptions(sockets: Sockets, deps: WebSocketDeps): ServerOptions<InitPayload, Extra> {
+  const { gate } = deps;
+  const requestIdOf = (ctx: SocketContext) => sockets.stateOf(ctx.extra.socket)?.requestId ?? '';
+  return {
+    schema: gate.schema,
+    // graphql-ws closes a socket whose connection_init does not come within this time (4408):
+    // a socket not yet authenticated holds one of the waiting places only this long.
+    connectionInitWaitTimeout: deps.waiting.initTimeoutMs,
+    onConnect: (ctx) => acceptInit(ctx, sockets, deps),
+    onSubscribe: (ctx, _id, payload) => {
+      const state = sockets.stateOf(ctx.extra.socket)!; // acknowledged: authenticated
+      if (Object.keys(ctx.subscriptions).length > MAX_SUBSCRIPTIONS_PER_CONNECTION) {
+        return [
+          new GraphQLError(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions run on one connection: complete one first`, {
+            extensions: { code: 'TOO_MANY_REQUESTS' },
+          }),
+        ];
+      }
+      // Refusals go out through onError, formatted.
+      const verdict = gate.admit(payload, state.caller!, 'ws', state.requestId);
+      if (verdict.kind !== 'admitted') return [...verdict.errors];
+      return subscriptionArgs(gate.schema, verdict, subscriptionContext(deps, state.caller!, state.requestId, state.realtime!));
     },
-    wss,
-    // Keep-alive: a ping every 12 s; a socket that does not answer with a pong in 12 s more is ended.
-    12_000,
-  );
+    subscribe: (args) => subscribeFresh(args),
+    onNext: (ctx, _id, _payload, _args, result) => formatResult(gate, result, requestIdOf(ctx)) ?? undefined,
+    onError: (ctx, _id, _payload, errors) => gate.format(errors, requestIdOf(ctx)),
+  };
+}
 
+export function attachWebSockets(server: Server, deps: WebSocketDeps): WebSocketEndpoint {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  const sockets = new Sockets(deps.waiting);
+  admitUpgrades(server, wss, sockets, deps);
+  // Keep-alive: a ping every 12 s; a socket that does not answer with a pong in 12 s more is ended.
+  const graphqlWs = useServer(graphqlWsOptions(sockets, deps), wss, 12_000);
   return {
     async close(ms) {
-      hub.closeAll(); // subscriptions' connections, SSE streams too: 1001 / SHUTTING_DOWN
+      deps.hub.closeAll(); // subscriptions' connections, SSE streams too: 1001 / SHUTTING_DOWN
       // The sockets not yet authenticated: 1001 too. A peer that does not answer the closing
       // handshake within `ms` is cut off.
-      const disposed = server$.dispose();
+      const disposed = graphqlWs.dispose();
       const timer = new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       await Promise.race([disposed, timer]);
       for (const client of wss.clients) client.terminate();

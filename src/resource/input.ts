@@ -159,3 +159,19 @@ export function parseId(raw: unknown, field = 'id'): number {
   if (!checked.ok) throw AppError.invalid([{ field, message: checked.message }]);
   return checked.value;
 }
+
+/** The most ids a link or unlink names at once. */
+export const MAX_LINK_IDS = 1000;
+
+/**
+ * A link body (REST's JSON array, GraphQL's list of IDs as numbers): at most 1000 positive integer
+ * ids; duplicates count once. The ids come back sorted, so that every request locks rows in the
+ * same order (no deadlock between two requests that name the same ids in opposite orders).
+ */
+export function parseIdList(body: unknown, field: string): number[] {
+  if (!Array.isArray(body)) throw AppError.invalid([{ field, message: 'must be a JSON array of ids' }]);
+  if (body.length > MAX_LINK_IDS) throw AppError.invalid([{ field, message: `must have at most ${MAX_LINK_IDS} ids` }]);
+  const bad = body.findIndex((id) => typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1);
+  if (bad !== -1) throw AppError.invalid([{ field: `${field}[${bad}]`, message: 'must be a positive integer' }]);
+  return [...new Set(body as number[])].sort((a, b) => a - b);
+}

@@ -1,8 +1,7 @@
-import type { Resource as ResourceName } from '../auth/caller.js';
 import { AppError } from '../errors.js';
 import { field } from './field.js';
 import { defineResource, type RecordOf } from './resource.js';
-import { recordService } from './service.js';
+import { recordService, type RecordDeps } from './service.js';
 
 const namedFields = () => ({
   id: field.id(),
@@ -14,29 +13,29 @@ const namedFields = () => ({
 
 /**
  * Applications and roles are the same kind of record, `{id, name, createdAt, updatedAt}` with a
- * name unique among live records; a deleted one is unlinked from every user.
+ * name unique among live records. A deleted one is unlinked from every user (the relations of
+ * src/links/ say so: src/resource/relation.ts).
  */
-export function namedResource(spec: { name: ResourceName; table: string; type: string; links: { table: string; column: string } }) {
-  const links = {
-    ...spec.links,
-    // Each link taken is its user's `unlink`, as DELETE /user/{id}/application/ writes it.
-    event: { resource: `${spec.name}_link`, action: 'unlink', userColumn: 'user_id', linked: { field: `${spec.name}ID`, column: spec.links.column } },
-  } as const;
-  return defineResource({ name: spec.name, label: spec.name, table: spec.table, type: spec.type, fields: namedFields(), cascade: [links] });
+export function namedResource(spec: { name: string; table: string; type: string }) {
+  return defineResource({ name: spec.name, label: spec.name, table: spec.table, counted: true, type: spec.type, fields: namedFields() });
 }
 
 export type NamedResource = ReturnType<typeof namedResource>;
 export type NamedRecord = RecordOf<NamedResource>;
 
 /** The shared record operations of an application or a role; a name taken by a live record is a 409 naming it. */
-export function namedService(resource: NamedResource) {
+export function namedService(resource: NamedResource, deps: RecordDeps) {
   const article = /^[aeiou]/.test(resource.label) ? 'an' : 'a';
-  return recordService(resource, {
-    conflict: (values) =>
-      AppError.conflict(`${article} ${resource.label} with this name already exists`, [
-        { field: 'name', message: `"${String(values.name)}" is already in use` },
-      ]),
-  });
+  return recordService(
+    resource,
+    {
+      conflict: (values) =>
+        AppError.conflict(`${article} ${resource.label} with this name already exists`, [
+          { field: 'name', message: `"${String(values.name)}" is already in use` },
+        ]),
+    },
+    deps,
+  );
 }
 
 export type NamedService = ReturnType<typeof namedService>;

@@ -1,4 +1,4 @@
-import type { Permission, Resource as ResourceName } from '../auth/caller.js';
+import type { Permission } from '../auth/caller.js';
 import type { ListField, ListFields } from '../list/list.js';
 import { withColumn, type Field, type FieldSpec, type RecordOf as FieldsRecord, type WritableOf as FieldsWritable } from './field.js';
 
@@ -11,10 +11,17 @@ import { withColumn, type Field, type FieldSpec, type RecordOf as FieldsRecord, 
  */
 export interface ResourceSpec<F extends Record<string, FieldSpec>> {
   /** The resource's name in permissions (`user:read`) and in the audit log. */
-  name: ResourceName | 'audit';
+  name: string;
   /** How messages name one record ("user"). */
   label: string;
   table: string;
+  /**
+   * Whether the writes keep the table's live rows counted (`live_counts`: a row per table, moved by
+   * triggers; src/db/migrations/live-counts.ts): an unfiltered list's total is then one primary-key
+   * read instead of a count(*). A counted resource's migration makes its row and triggers; the start
+   * refuses a counted table without its row (src/module/registry.ts), which would read as 0.
+   */
+  counted?: boolean;
   /** The GraphQL object type, and what GraphQL says of it. */
   type: string;
   description?: string;
@@ -74,8 +81,11 @@ const PROJECTIONS = 256;
 /** Words PostgreSQL reserves that a column of ours is named after: written quoted. */
 const RESERVED = new Set(['right', 'left', 'user', 'order', 'group', 'table', 'column', 'default']);
 
+/** A column's name as SQL writes it (`"right"`: a reserved word, quoted). */
+export const columnName = (column: string) => (RESERVED.has(column) ? `"${column}"` : column);
+
 /** A column as SQL writes it (`t.first_name`, `l."right"`). */
-export const columnSql = (alias: string, column: string) => `${alias}.${RESERVED.has(column) ? `"${column}"` : column}`;
+export const columnSql = (alias: string, column: string) => `${alias}.${columnName(column)}`;
 
 /** A field's expression in a read, named as its wire field. */
 export function selectOf(name: string, field: Field, alias = 't'): string {

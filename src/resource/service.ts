@@ -1,5 +1,5 @@
 import { requirePermission, type Caller } from '../auth/caller.js';
-import type { AuditAction } from '../audit/audit.resource.js';
+import type { AuditAction } from './audit.js';
 import { isServerError, type Sql, type Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
@@ -19,7 +19,7 @@ import {
   type SqlFragment,
 } from '../list/list.js';
 import type { Field } from './field.js';
-import type { RecordOf, Resource, WritableOf } from './resource.js';
+import type { Cascade, RecordOf, Resource, WritableOf } from './resource.js';
 import {
   applyStatement,
   deleteStatement,
@@ -101,7 +101,7 @@ export interface RecordHooks<R extends Resource> {
   /** Service-set columns written with every change of a record (a token's secrets, sealed afresh). */
   onChange?(current: RecordOf<R>): ColumnValue[];
   /** The 409 of a unique index the values break. */
-  conflict(values: Record<string, unknown>): AppError;
+  conflict(values: Partial<WritableOf<R>>): AppError;
   /**
    * Whether the caller may end what a delete of record `id` takes with it (the resource's
    * `cascade`; a user's tokens: only those it could have granted). Runs in the delete's
@@ -113,7 +113,7 @@ export interface RecordHooks<R extends Resource> {
    * it is (locked; absent on a create), the values to write, what the write is.
    */
   checks?: {
-    write(tx: Transaction, caller: Caller, values: Record<string, unknown>, current: RecordOf<R> | null): Promise<void>;
+    write(tx: Transaction, caller: Caller, values: Partial<WritableOf<R>>, current: RecordOf<R> | null): Promise<void>;
     /** Whether the caller may change or delete this record at all (a token: only one it could have granted). */
     guard?(current: RecordOf<R>, caller: Caller): void;
     restore?(tx: Transaction, caller: Caller, current: RecordOf<R>): Promise<void>;
@@ -122,10 +122,25 @@ export interface RecordHooks<R extends Resource> {
 
 type Row = Record<string, unknown>;
 
-export function recordService<R extends Resource>(resource: R, hooks: RecordHooks<R>) {
+/** What a record service is made with besides its resource and hooks. */
+export interface RecordDeps {
+  /** What a delete takes with it besides the definition's own `cascade`: the links of the relations the resource is part of. */
+  cascadeOf(resource: Resource): readonly Cascade[];
+}
+
+/**
+ * What the reads and the writes of one resource share: the resource (its cascade completed with its
+ * relations'), each operation's permission, its statements, how a row becomes its record, the
+ * count, the locks and the checks of a write.
+ */
+function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
   type Rec = RecordOf<R> & { id: number };
   type Values = Partial<WritableOf<R>>;
+  // Deletes take the links of its relations with them, after the dependents its definition names.
+  const resource: R = { ...definition, cascade: [...(definition.cascade ?? []), ...deps.cascadeOf(definition)] };
   const { read, write } = resource.permissions;
+  /** The permission of each operation: what the service checks, and what REST and GraphQL check first (a 403 before a 400). */
+  const permissions = { list: read, get: read, create: write, replace: write, patch: write, destroy: write, restore: write, applyId: write } as const;
   const listFields = hooks.listFields ?? resource.listFields;
   const fromRow = (hooks.fromRow ?? ((row: Row) => row as Rec)) as (row: Row) => Rec;
   const withDeletedAt = (row: Row) => ({ ...fromRow(row), deletedAt: row.deletedAt }) as Rec;
@@ -145,18 +160,18 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
   const byId = (fields: ReadonlySet<string> | undefined) =>
     fields && projects ? `select ${columnsFor(fields)} from ${resource.table} t where t.id = ? and t.deleted_at is null` : BY_ID;
 
-  /** How many records of the scope match: the live count the writes keep when unfiltered, else counted. */
+  /** How many records of the scope match: the live count the writes keep when unfiltered (a counted resource), else counted. */
   async function countMatches(sql: Sql, scope: DeletedScope, filter: SqlFragment | null): Promise<number> {
     const where = andAll(deletedScopeSql(scope), filter);
     const [row] =
-      scope === 'live' && !filter
+      scope === 'live' && !filter && resource.counted
         ? await sql.rows<{ total: number }>(LIVE_COUNT)
         : await sql.rows<{ total: number }>(`select count(*) as total from ${resource.table} t${whereSql(where)}`, where?.params ?? []);
     return Number(row?.total ?? 0);
   }
 
   /** Runs a statement of a write; a unique or foreign-key violation becomes the resource's 409 or a 400. */
-  async function writeRows(sql: Sql, statement: Statement, values: Record<string, unknown>): Promise<Row[]> {
+  async function writeRows(sql: Sql, statement: Statement, values: Values): Promise<Row[]> {
     try {
       return await sql.rows<Row>(statement.text, statement.params);
     } catch (err) {
@@ -184,7 +199,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
     sql: Sql,
     caller: Caller,
     target: { id: number; mayCreate?: boolean } | null,
-    values: Record<string, unknown>,
+    values: Values,
     run: (sql: Sql, current: Rec | null) => Promise<T>,
   ): Promise<T> {
     const checks = hooks.checks;
@@ -203,7 +218,33 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
   return {
     resource,
+    hooks,
+    permissions,
     listFields,
+    fromRow,
+    columnsFor,
+    presenterOf,
+    byId,
+    BY_ID,
+    BY_IDS,
+    countMatches,
+    writeRows,
+    lock,
+    checked,
+    notFound,
+    context,
+    whereSql,
+    projects,
+  };
+}
+
+type Core<R extends Resource> = ReturnType<typeof recordCore<R>>;
+
+/** The reads: a page, a keyset page, one record (null or a 404), many by id. */
+function recordReads<R extends Resource>(core: Core<R>) {
+  type Rec = RecordOf<R> & { id: number };
+  const { resource, permissions, listFields, fromRow, columnsFor, presenterOf, byId, BY_ID, BY_IDS, countMatches, notFound, whereSql, projects } = core;
+  return {
     /** A top-level list's inputs, parsed against this resource's list fields. */
     parseList: (input: RecordListInput) => parseRecordQuery(input, listFields),
     parseKeyset: (input: RecordConnectionInput) => parseRecordKeyset(input, listFields),
@@ -213,7 +254,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
      * total is counted beside the page, not after it.
      */
     async list(caller: Caller, sql: Sql, q: RecordQuery, options: ListOptions = {}): Promise<Page<Rec>> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.list);
       const { scope } = q;
       const where = andAll(deletedScopeSql(scope), q.where);
       const columns = columnsFor(options.fields, scope);
@@ -226,7 +267,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** A keyset page (GraphQL's `…Connection`): `first`/`after` or `last`/`before`; totalCount only when `count`. */
     async connection(caller: Caller, sql: Sql, keyset: RecordKeysetQuery, options: ListOptions = {}): Promise<Connection<Rec>> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.list);
       const { scope } = keyset;
       const where = andAll(deletedScopeSql(scope), keyset.where, keyset.bound);
       const columns = columnsFor(options.fields, scope);
@@ -243,13 +284,13 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** The live record, or null (GraphQL's single-record queries answer null). */
     async find(caller: Caller, sql: Sql, id: number, options: ReadOptions = {}): Promise<Rec | null> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const [row] = await sql.rows<Row>(byId(options.fields), [id]);
       return row ? fromRow(row) : null;
     },
 
     async get(caller: Caller, sql: Sql, id: number): Promise<Rec> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const [row] = await sql.rows<Row>(BY_ID, [id]);
       if (!row) throw notFound(id);
       return fromRow(row);
@@ -257,21 +298,29 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** Live records by id, in one statement (GraphQL's batches); absent ids are simply missing. */
     async findMany(caller: Caller, sql: Sql, ids: readonly number[], options: ReadOptions = {}): Promise<Rec[]> {
-      requirePermission(caller, read);
+      requirePermission(caller, permissions.get);
       const text =
         options.fields && projects
           ? `select ${columnsFor(options.fields)} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`
           : BY_IDS;
       return (await sql.rows<Row>(text, [idArray(ids)])).map(fromRow);
     },
+  };
+}
 
+/** The writes: create, replace (PUT), patch, destroy (soft), restore, apply id. */
+function recordWrites<R extends Resource>(core: Core<R>) {
+  type Rec = RecordOf<R> & { id: number };
+  type Values = Partial<WritableOf<R>>;
+  const { resource, hooks, permissions, fromRow, writeRows, lock, checked, notFound, context } = core;
+  return {
     /**
      * Creates a record with the next id, or with `id` (docs/rest.md#conventions): the original service's clients
      * reserve one with "apply id" and then create the record with it. A reserved, unused id is
      * claimed; the id of a record that exists, even deleted, is a 409; any other id a 400.
      */
     async create(caller: Caller, sql: Sql, values: Values, id?: number): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.create);
       const statement = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
       const [row] = await checked(sql, caller, null, values, (runner) => writeRows(runner, statement, values));
       if (row) return fromRow(row);
@@ -285,7 +334,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
      * has no record yet, creates it.
      */
     async replace(caller: Caller, sql: Sql, id: number, values: Values): Promise<Replaced<Rec>> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.replace);
       const claim = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
       const attempt = () =>
         checked(sql, caller, { id, mayCreate: true }, values, async (runner, current): Promise<Replaced<Rec> | null> => {
@@ -308,7 +357,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** Changes the given fields of the live record (PATCH, a user's status: `action` names it in the audit log). */
     async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch'): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.patch);
       const [row] = await checked(sql, caller, { id }, values, (runner, current) =>
         writeRows(runner, updateStatement(resource, id, values, action, { ...context(caller), alsoSet: current && hooks.onChange?.(current) }), values),
       );
@@ -318,7 +367,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** Soft delete, with what depends on the record; `action` names it in the audit log (a token's is `revoke`). */
     async destroy(caller: Caller, sql: Sql, id: number, action: AuditAction = 'delete'): Promise<void> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.destroy);
       const statement = deleteStatement(resource, id, action, context(caller));
       const run = (runner: Sql) => runner.rows(statement.text, statement.params);
       const guard = hooks.cascadeGuard;
@@ -348,7 +397,7 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
      * record holds now, and whatever the resource's restore check refuses.
      */
     async restore(caller: Caller, sql: Sql, id: number): Promise<Rec> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.restore);
       return sql.transaction(async (tx) => {
         const current = await lock(tx, id);
         if (!current) throw notFound(id);
@@ -356,8 +405,9 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
         hooks.checks?.guard?.(current.record, caller);
         await hooks.checks?.restore?.(tx, caller, current.record);
         const statement = restoreStatement(resource, id, { ...context(caller), alsoSet: hooks.onChange?.(current.record) });
-        // A live record may hold the unique value the restored one had (unique indexes cover live rows).
-        const [row] = await writeRows(tx, statement, current.record as Record<string, unknown>);
+        // A live record may hold the unique value the restored one had (unique indexes cover live
+        // rows): the conflict names it from the record's own values (its dates as the wire's text).
+        const [row] = await writeRows(tx, statement, current.record as unknown as Values);
         const { live: _live, ...record } = row;
         return fromRow(record);
       });
@@ -365,12 +415,17 @@ export function recordService<R extends Resource>(resource: R, hooks: RecordHook
 
     /** Reserves the next id of the record's own sequence; a later PUT (or create) on it makes the record. */
     async applyId(caller: Caller, sql: Sql): Promise<number> {
-      requirePermission(caller, write);
+      requirePermission(caller, permissions.applyId);
       const statement = applyStatement(resource, context(caller));
       const [row] = await sql.rows<{ id: number }>(statement.text, statement.params);
       return row.id;
     },
   };
+}
+
+export function recordService<R extends Resource>(definition: R, hooks: RecordHooks<R>, deps: RecordDeps) {
+  const core = recordCore(definition, hooks, deps);
+  return { resource: core.resource, permissions: core.permissions, listFields: core.listFields, ...recordReads(core), ...recordWrites(core) };
 }
 
 export type RecordService<R extends Resource> = ReturnType<typeof recordService<R>>;

@@ -1,5 +1,5 @@
 import type { Caller } from '../auth/caller.js';
-import type { AuditAction } from '../audit/audit.resource.js';
+import type { AuditAction } from './audit.js';
 import { redactedInAudit, type Field } from './field.js';
 import { columnSql, type Cascade, type Resource } from './resource.js';
 

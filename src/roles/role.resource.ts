@@ -1,4 +1,4 @@
 import { namedResource } from '../resource/named.js';
 
 /** A role a user is linked to. */
-export const roles = namedResource({ name: 'role', table: 'roles', type: 'Role', links: { table: 'user_roles', column: 'role_id' } });
+export const roles = namedResource({ name: 'role', table: 'roles', type: 'Role' });

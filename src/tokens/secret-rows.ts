@@ -1,6 +1,8 @@
-import type { Sql } from '../db/sql.js';
 import { ConfigError } from '../config.js';
-import { keyIdSql, type Keyring } from './secrets.js';
+import type { MigrationHooks } from '../db/database.js';
+import { keyIdSql, type Keyring } from '../db/keyring.js';
+import { DROP_PLAIN_TOKENS } from '../db/migrations/index.js';
+import type { Sql } from '../db/sql.js';
 
 /** Rows converted or re-encrypted per transaction: short transactions, short row locks. */
 const BATCH = 500;
@@ -117,3 +119,29 @@ export async function rotateTokenKeys(sql: Sql, keyring: Keyring): Promise<Rotat
   const [{ total }] = await sql.rows<{ total: number }>('select count(*) as total from tokens');
   return { changed, unchanged: total - changed };
 }
+
+/**
+ * What the tokens do around the migrations (src/db/database.ts): plain tokens need the key to be
+ * converted, which SQL migrations never see, so they are converted just before the migration that
+ * drops the plain columns (the one before it added the new ones: see
+ * Migration20261201000000_token_secret_columns); once every migration ran, the plain values are
+ * gone from every live row version, but the old versions stay in the table's files until
+ * rewritten, so the table is rewritten once (a short exclusive lock). Then, at every migrate, the
+ * key ring must open every stored token.
+ */
+export const tokenMigrationHooks: MigrationHooks = {
+  steps: [
+    {
+      before: DROP_PLAIN_TOKENS,
+      async run(sql, keyring) {
+        const count = await convertPlainTokens(sql, keyring);
+        if (count === 0) return null;
+        return async () => {
+          await sql.pool.query('vacuum full tokens');
+          return `Encrypted ${count} plain token${count === 1 ? '' : 's'} with the token key.`;
+        };
+      },
+    },
+  ],
+  onMigrated: checkTokenKeys,
+};

@@ -9,10 +9,12 @@ import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
 import { compileKeyset } from '../list/keyset.js';
-import { compileList } from '../list/list.js';
-import type { UserRecord } from '../users/user.resource.js';
+import { compileList, compileQuery } from '../list/list.js';
+import type { GraphQLApi } from '../module/module.js';
+import { users, type UserRecord } from '../users/user.resource.js';
 import { userTypes } from '../users/user.graphql.js';
 import { tokens, type TokenRecord } from './token.resource.js';
+import type { TokenService } from './token.service.js';
 
 @ObjectType('TokenRevocation', { description: 'What a bulk revoke did.', simpleResolvers: true })
 class TokenRevocationType {
@@ -25,17 +27,20 @@ let types: ReturnType<typeof recordTypes> | undefined;
 export const tokenTypes = () => (types ??= recordTypes(tokens, { cacheable: false }));
 
 /** `viewer`: the token the request was made with. */
-function viewerQuery(resolver: ClassType): void {
-  const d = method(resolver, 'viewer', async (ctx: GraphQLContext) => ctx.services.tokens.viewer(callerOf(ctx), ctx.sql));
+const viewerQuery = (api: GraphQLApi<TokenService>) => (resolver: ClassType) => {
+  const d = method(resolver, 'viewer', async (ctx: GraphQLContext) => api.service(ctx).viewer(callerOf(ctx), ctx.sql));
   params(resolver, 'viewer', Ctx());
   Query(() => tokenTypes().Type, { description: 'The token this request was made with.' })(resolver.prototype, 'viewer', d);
-}
+};
 
 /** `destroyTokens(filter)`: the bulk revoke of DELETE /token/?filter=…. */
-function bulkRevoke(resolver: ClassType): void {
+const bulkRevoke = (api: GraphQLApi<TokenService>) => (resolver: ClassType) => {
   const d = method(resolver, 'destroyTokens', async (filter: object, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    return ctx.services.tokens.destroyMatching(caller, ctx.sql, listInput({ filter }).filter ?? {});
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.destroyMatching);
+    const { where } = compileQuery({ filter: listInput({ filter }).filter ?? {} }, service.listFields);
+    return service.destroyMatching(caller, ctx.sql, where);
   });
   params(
     resolver,
@@ -46,15 +51,14 @@ function bulkRevoke(resolver: ClassType): void {
   Mutation(() => TokenRevocationType, {
     description: 'Revokes every live token matching the filter (an empty filter is refused), except those this token could not have granted.',
   })(resolver.prototype, 'destroyTokens', d);
-}
+};
 
 /** Tokens over GraphQL: the record operations, `viewer`, the bulk revoke, and `Token.user`. */
-export function tokenResolvers(): ClassType[] {
-  const TokenResolver = recordResolver(tokens, (ctx) => ctx.services.tokens, tokenTypes(), {
+export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
+  const TokenResolver = recordResolver(tokens, api.service, tokenTypes(), {
     cacheable: false,
-    entity: true,
-    queries: [viewerQuery],
-    mutations: ['create', 'update', 'patch', 'destroy', bulkRevoke, 'restore', 'apply'],
+    queries: [viewerQuery(api)],
+    mutations: ['create', 'update', 'patch', 'destroy', bulkRevoke(api), 'restore', 'apply'],
     descriptions: {
       update: 'Replaces every writable field; creates the token on an id reserved by applyTokenID.',
       restore: 'Brings a deleted token back (its user must be live, its accessToken not taken).',
@@ -65,7 +69,7 @@ export function tokenResolvers(): ClassType[] {
   class TokenUserResolver {
     @FieldResolver(() => userTypes().Type, { nullable: true, description: 'The owning user (batched).' })
     async user(@Root() token: TokenRecord, @Ctx() ctx: GraphQLContext) {
-      return ctx.loaders.userById.load(token.userID);
+      return ctx.loaders.byId(users).load(token.userID);
     }
   }
 
@@ -80,10 +84,11 @@ export function tokenResolvers(): ClassType[] {
     async tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
       return ctx.loaders
         .byField(info, () => {
-          requirePermission(callerOf(ctx), 'token:read');
-          const list = compileList(listInput(args), ctx.services.tokens.listFields);
+          const service = api.service(ctx);
+          requirePermission(callerOf(ctx), service.permissions.listForUsers);
+          const list = compileList(listInput(args), service.listFields);
           const count = selects(info, 'total');
-          return (caller, sql, ids) => ctx.services.tokens.listForUsers(caller, sql, ids, list, count);
+          return (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count);
         })
         .load(user.id);
     }
@@ -101,10 +106,11 @@ export function tokenResolvers(): ClassType[] {
     ) {
       return ctx.loaders
         .byField(info, () => {
-          requirePermission(callerOf(ctx), 'token:read');
-          const keyset = compileKeyset(connectionInput(args), ctx.services.tokens.listFields);
+          const service = api.service(ctx);
+          requirePermission(callerOf(ctx), service.permissions.listForUsers);
+          const keyset = compileKeyset(connectionInput(args), service.listFields);
           const count = selects(info, 'totalCount');
-          return (caller, sql, ids) => ctx.services.tokens.connectionsForUsers(caller, sql, ids, keyset, count);
+          return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);
         })
         .load(user.id);
     }

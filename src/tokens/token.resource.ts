@@ -7,12 +7,13 @@ const SENDABLE_AS_BEARER = { test: BEARER_VALUE_PATTERN, message: 'must be visib
 
 /**
  * A token (the seed's Token record). Its secrets are stored as keyed hashes and ciphertexts
- * (src/tokens/secrets.ts); `client` and `version` are set by the service.
+ * (src/db/keyring.ts); `client` and `version` are set by the service.
  */
 export const tokens = defineResource({
   name: 'token',
   label: 'token',
   table: 'tokens',
+  counted: true,
   type: 'Token',
   inputDescription: 'Every writable field of a token; absent optional fields take their defaults.',
   fields: {

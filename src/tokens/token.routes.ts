@@ -1,4 +1,6 @@
+import { errors, json, param, READ_ERRORS, ref } from '../http/openapi-schemas.js';
 import { recordRoutes } from '../http/record-routes.js';
+import { compileQuery } from '../list/list.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import type { TokenService } from './token.service.js';
 
@@ -28,7 +30,7 @@ export function tokenRoutes(tokens: TokenService, basePath: string): RouteSpec[]
     {
       method: 'DELETE',
       path: '/token',
-      permission: 'token:write',
+      permission: tokens.permissions.destroyMatching,
       docs: {
         tag: TAG,
         trailingSlash: true,
@@ -37,9 +39,25 @@ export function tokenRoutes(tokens: TokenService, basePath: string): RouteSpec[]
           'Soft-deletes every live token matching `filter` (either form of the list language). Tokens whose scope the caller could not ' +
           'have granted are left alone and counted in `skipped`. An absent, blank or empty filter is a 400: it never means every token. ' +
           'Needs `token:write`.',
+        operation: {
+          parameters: [{ ...param('filter'), required: true }],
+          responses: {
+            200: {
+              description: 'Tokens revoked, and matching tokens skipped (scopes this token could not have granted)',
+              content: json(ref('BulkRevocation')),
+            },
+            ...errors(...READ_ERRORS),
+          },
+        },
+        schemas: {
+          BulkRevocation: { type: 'object', required: ['revoked', 'skipped'], properties: { revoked: { type: 'integer' }, skipped: { type: 'integer' } } },
+        },
       },
       handle: async (ctx, caller, sql) => {
-        ctx.body = await tokens.destroyMatching(caller, sql, ctx.query.filter);
+        // Absent or blank: no condition, which the service refuses (never every token).
+        const { filter } = ctx.query;
+        const blank = filter === undefined || (typeof filter === 'string' && filter.trim() === '');
+        ctx.body = await tokens.destroyMatching(caller, sql, blank ? null : compileQuery({ filter }, tokens.listFields).where);
       },
     },
   ];

@@ -4,12 +4,12 @@ import type { Sql, Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
 import type { CompiledKeyset } from '../list/keyset.js';
-import { andAll, compileQuery, type CompiledList, type ListFields, type Page } from '../list/list.js';
+import { andAll, type CompiledList, type ListFields, type Page, type SqlFragment } from '../list/list.js';
 import { connectionsByParent, pagesByParent, type NestedSource } from '../list/pages.js';
-import { recordService } from '../resource/service.js';
+import { recordService, type RecordDeps } from '../resource/service.js';
 import { auditStatement, plainColumns, type ColumnValue, type Encode } from '../resource/writes.js';
-import { checkGrantable, grantable } from './grant.js';
-import type { Keyring, SecretField } from './secrets.js';
+import type { ScopeVocabulary } from '../auth/scopes.js';
+import type { Keyring, SecretField } from '../db/keyring.js';
 import { tokens, type TokenRecord } from './token.resource.js';
 
 /** Whether a live token other than `exceptId` holds one of these accessToken hashes. */
@@ -30,15 +30,21 @@ async function liveOwner(tx: Transaction, userId: number): Promise<boolean> {
   return (await tx.rows('select id from users where id = ? and deleted_at is null for share', [userId])).length > 0;
 }
 
-/** RFC 7662 §2.2: what an introspection answers about a token. */
-export type Introspection =
-  { active: false } | { active: true; scope: string; client_id: string; username: string; sub: string; exp?: number; iat: number; token_type: string };
+/** A live token as introspection tells of it (src/oauth/ presents it as RFC 7662 §2.2 has it). */
+export interface IntrospectedToken {
+  userId: number;
+  scope: string | null;
+  client: string | null;
+  tokenType: string | null;
+  /** The wire date it expires at; null: never. */
+  expireAt: string | null;
+  createdAt: string;
+  user: { firstName: string | null; lastName: string | null };
+}
 
-const INTROSPECTED = `select t.scope, t.client, t.token_type, t.expire_at, t.created_at, u.first_name, u.last_name
+const INTROSPECTED = `select t.scope, t.client, t.token_type as "tokenType", t.expire_at as "expireAt", t.created_at as "createdAt",
+    u.first_name as "firstName", u.last_name as "lastName"
     from tokens t join users u on u.id = t.user_id where t.id = ?`;
-
-/** A wire date in seconds since the epoch (RFC 7662's NumericDate). */
-const epochSeconds = (wire: string) => Math.floor(Date.parse(wire) / 1000);
 
 /** The result of a bulk revoke: tokens revoked, and matching tokens left alone (not grantable by the caller). */
 export interface BulkRevocation {
@@ -58,9 +64,13 @@ export function tokenListFields(keyring: Keyring): ListFields {
   };
 }
 
-export function tokenService(keyring: Keyring) {
+/**
+ * The record operations of tokens: their secrets sealed and opened with the key ring, `client` set
+ * from the caller, and the rules of the grant (scope), the owner (a live user) and the unique
+ * accessToken, under every key held during a rotation.
+ */
+function tokenRecords(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
   const conflict = () => AppError.conflict('a live token with this accessToken already exists', [{ field: 'accessToken', message: 'is already in use' }]);
-  const listFields = tokenListFields(keyring);
 
   /**
    * A token read from its row: the secrets opened with the service's keys. A secret under a key the
@@ -85,46 +95,55 @@ export function tokenService(keyring: Keyring) {
     ];
   };
 
-  const records = recordService(tokens, {
-    listFields,
-    fromRow,
-    encode,
-    conflict,
-    onCreate: (caller): ColumnValue[] => [{ column: 'client', type: 'text', value: caller.client }],
-    // Sealed afresh (a new nonce, the current key) whenever the record changes.
-    onChange: (current) => SECRETS.flatMap((name) => encode(name, tokens.fields[name], current[name])),
-    checks: {
-      // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
-      guard: (current, caller) => checkGrantable(caller, current.scope),
-      async write(tx, caller, values, current) {
-        if (typeof values.scope === 'string') checkGrantable(caller, values.scope);
-        // The unique index compares hashes under the current key. During a rotation a live token may
-        // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip
-        // past the index, so that one is looked for here.
-        if (keyring.previous && typeof values.accessToken === 'string') {
-          if (await liveTwin(tx, [keyring.previous.hash('accessToken', values.accessToken)], current?.id ?? 0)) throw conflict();
-        }
-        if (values.userID !== undefined && !(await liveOwner(tx, values.userID as number))) {
-          throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
-        }
-      },
-      /**
-       * A token comes back only to a live owner: a token of a deleted user cannot authenticate (
-       * docs/rest.md#permissions), so restoring it would answer success for a credential that does not work. During a
-       * rotation the restored row's hash and a live twin's may be under different keys, which the
-       * unique index cannot compare: the value is looked for under every key held.
-       */
-      async restore(tx, _caller, current) {
-        if (!(await liveOwner(tx, current.userID))) {
-          throw AppError.conflict(`the token's user ${current.userID} is deleted; restore the user first`, [
-            { field: 'userID', message: `user ${current.userID} is deleted` },
-          ]);
-        }
-        if (keyring.previous && (await liveTwin(tx, keyring.hashes('accessToken', current.accessToken), current.id))) throw conflict();
+  const records = recordService(
+    tokens,
+    {
+      listFields: tokenListFields(keyring),
+      fromRow,
+      encode,
+      conflict,
+      onCreate: (caller): ColumnValue[] => [{ column: 'client', type: 'text', value: caller.client }],
+      // Sealed afresh (a new nonce, the current key) whenever the record changes.
+      onChange: (current) => SECRETS.flatMap((name) => encode(name, tokens.fields[name], current[name])),
+      checks: {
+        // Changing a token (its accessToken, say) or revoking it is as strong as issuing its scope.
+        guard: (current, caller) => scopes.checkGrantable(caller, current.scope),
+        async write(tx, caller, values, current) {
+          if (values.scope !== undefined) scopes.checkGrantable(caller, values.scope);
+          // The unique index compares hashes under the current key. During a rotation a live token may
+          // still carry its hash under TOKEN_KEY_PREVIOUS; the same value under the new key would slip
+          // past the index, so that one is looked for here.
+          if (keyring.previous && values.accessToken !== undefined) {
+            if (await liveTwin(tx, [keyring.previous.hash('accessToken', values.accessToken)], current?.id ?? 0)) throw conflict();
+          }
+          if (values.userID !== undefined && !(await liveOwner(tx, values.userID))) {
+            throw AppError.invalid([{ field: 'userID', message: `no user with id ${values.userID}` }]);
+          }
+        },
+        /**
+         * A token comes back only to a live owner: a token of a deleted user cannot authenticate (
+         * docs/rest.md#permissions), so restoring it would answer success for a credential that does not work. During a
+         * rotation the restored row's hash and a live twin's may be under different keys, which the
+         * unique index cannot compare: the value is looked for under every key held.
+         */
+        async restore(tx, _caller, current) {
+          if (!(await liveOwner(tx, current.userID))) {
+            throw AppError.conflict(`the token's user ${current.userID} is deleted; restore the user first`, [
+              { field: 'userID', message: `user ${current.userID} is deleted` },
+            ]);
+          }
+          if (keyring.previous && (await liveTwin(tx, keyring.hashes('accessToken', current.accessToken), current.id))) throw conflict();
+        },
       },
     },
-  });
+    deps,
+  );
 
+  return { records, fromRow };
+}
+
+export function tokenService(keyring: Keyring, scopes: ScopeVocabulary, deps: RecordDeps) {
+  const { records, fromRow } = tokenRecords(keyring, scopes, deps);
   const userTokens: NestedSource<TokenRecord> = {
     from: 'tokens t',
     columns: tokens.columns,
@@ -133,32 +152,29 @@ export function tokenService(keyring: Keyring) {
     fromRow,
   };
 
+  /** Each operation's permission (viewer and revokeByValue: any valid token, for itself). */
+  const { read, write } = tokens.permissions;
+  const permissions = { ...records.permissions, introspect: read, destroyMatching: write, listForUsers: read } as const;
+
   return {
     ...records,
+    permissions,
     /** The keyed hashes of an accessToken under every key held (for lookups by value). */
     accessTokenHashes: (accessToken: string) => keyring.hashes('accessToken', accessToken),
 
     /**
-     * RFC 7662 introspection for a caller holding token:read: active with the token's details when
-     * it is live (not deleted or expired, its user not deleted), `{active: false}` for anything
-     * else, unknown values included; never a 404, so nothing tells "never existed" apart.
+     * Introspection (RFC 7662) for a caller holding token:read: the token with this value when it
+     * is live (not deleted or expired, its user not deleted), else null, unknown values included;
+     * never a 404, so nothing tells "never existed" apart.
      */
-    async introspect(caller: Caller, sql: Sql, value: string): Promise<Introspection> {
-      requirePermission(caller, 'token:read');
+    async introspect(caller: Caller, sql: Sql, value: string): Promise<IntrospectedToken | null> {
+      requirePermission(caller, permissions.introspect);
       const live = await liveTokenByValue({ sql, keyring }, value);
-      if (!live) return { active: false };
-      const [row] = await sql.rows<Record<string, string | null>>(INTROSPECTED, [live.tokenId]);
-      if (!row) return { active: false };
-      return {
-        active: true,
-        scope: row.scope ?? '',
-        client_id: row.client ?? '',
-        username: `${row.first_name ?? ''} ${row.last_name ?? ''}`.trim(),
-        sub: String(live.userId),
-        ...(row.expire_at ? { exp: epochSeconds(row.expire_at) } : {}),
-        iat: epochSeconds(row.created_at!),
-        token_type: row.token_type || 'Bearer',
-      };
+      if (!live) return null;
+      const [row] = await sql.rows<Omit<IntrospectedToken, 'userId' | 'user'> & IntrospectedToken['user']>(INTROSPECTED, [live.tokenId]);
+      if (!row) return null;
+      const { firstName, lastName, ...token } = row;
+      return { userId: live.userId, ...token, user: { firstName, lastName } };
     },
 
     /**
@@ -185,7 +201,8 @@ export function tokenService(keyring: Keyring) {
           return done.length;
         });
       }
-      if (!can(caller, 'token:write')) throw AppError.forbidden('token:write', 'without the "token:write" permission a token may revoke only itself');
+      if (!can(caller, permissions.destroy))
+        throw AppError.forbidden(permissions.destroy, 'without the "token:write" permission a token may revoke only itself');
       if (!live) return 0;
       try {
         await records.destroy(caller, sql, live.tokenId, 'revoke');
@@ -199,19 +216,17 @@ export function tokenService(keyring: Keyring) {
 
     /**
      * Bulk revoke (DELETE /token/?filter=…, GraphQL destroyTokens): soft-deletes every live token
-     * matching the filter that the caller could have granted; the others are left alone and
-     * counted as skipped. A filter that selects everything (absent, blank, `{}`) is refused: "all
-     * tokens" is never what a missing filter means.
+     * matching the filter (compiled by the adapter against `listFields`) that the caller could have
+     * granted; the others are left alone and counted as skipped. A filter that selects everything
+     * (absent, blank, `{}`: no condition) is refused: "all tokens" is never what a missing filter means.
      */
-    async destroyMatching(caller: Caller, sql: Sql, filter: unknown): Promise<BulkRevocation> {
-      requirePermission(caller, 'token:write');
-      const blank = filter === undefined || filter === null || (typeof filter === 'string' && filter.trim() === '');
-      const { where } = blank ? { where: null } : compileQuery({ filter }, listFields);
+    async destroyMatching(caller: Caller, sql: Sql, where: SqlFragment | null): Promise<BulkRevocation> {
+      requirePermission(caller, permissions.destroyMatching);
       if (!where) throw AppError.invalid([{ field: 'filter', message: 'is required: a bulk revoke never means every token' }]);
       return sql.transaction(async (tx) => {
         const live = andAll({ sql: 't.deleted_at is null', params: [] }, where)!;
         const matched = await tx.rows<{ id: number; scope: string }>(`select t.id, t.scope from tokens t where ${live.sql} for update`, live.params);
-        const ids = matched.filter((t) => grantable(caller, t.scope)).map((t) => t.id);
+        const ids = matched.filter((t) => scopes.grantable(caller, t.scope)).map((t) => t.id);
         if (ids.length) {
           const [{ at }] = await tx.rows<{ at: string }>(
             'with d as (update tokens set deleted_at = now(), updated_at = now() where id = any(?::bigint[]) returning deleted_at) select min(deleted_at) as at from d',
@@ -237,13 +252,13 @@ export function tokenService(keyring: Keyring) {
 
     /** The tokens of many users, one page each (GraphQL's User.tokens); totals only when `count`. */
     async listForUsers(caller: Caller, sql: Sql, userIds: readonly number[], list: CompiledList, count = true): Promise<Map<number, Page<TokenRecord>>> {
-      requirePermission(caller, 'token:read');
+      requirePermission(caller, permissions.listForUsers);
       return pagesByParent(sql, userTokens, userIds, list, count);
     },
 
     /** Keyset pages of many users' tokens (GraphQL's nested User.tokensConnection). */
     connectionsForUsers(caller: Caller, sql: Sql, userIds: readonly number[], keyset: CompiledKeyset, count = true) {
-      requirePermission(caller, 'token:read');
+      requirePermission(caller, permissions.listForUsers);
       return connectionsByParent(sql, userTokens, userIds, keyset, count);
     },
   };

@@ -3,18 +3,20 @@ import { requirePermission } from '../auth/caller.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes } from '../graphql/record-types.js';
+import type { GraphQLApi } from '../module/module.js';
 import { parseId, parseWrite } from '../resource/input.js';
-import { USER_STATUS_BODY } from './user.routes.js';
-import { users } from './user.resource.js';
+import { USER_STATUS_BODY, users } from './user.resource.js';
+import type { UserService } from './user.service.js';
 
 /** `updateUserStatus(id, status)`: the status setter REST has at /user/{id}/status/. */
-function statusMutation(resolver: ClassType): void {
+const statusMutation = (api: GraphQLApi<UserService>) => (resolver: ClassType) => {
   const d = method(resolver, 'updateStatus', async (id: string, status: number, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    requirePermission(caller, 'user:write');
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.updateStatus);
     const userId = parseId(id);
     const values = parseWrite(USER_STATUS_BODY, { status }, 'create') as { status: number };
-    return ctx.services.users.updateStatus(caller, ctx.sql, userId, values.status);
+    return service.updateStatus(caller, ctx.sql, userId, values.status);
   });
   params(
     resolver,
@@ -24,18 +26,17 @@ function statusMutation(resolver: ClassType): void {
     Ctx(),
   );
   Mutation(() => userTypes().Type, { name: 'updateUserStatus' })(resolver.prototype, 'updateStatus', d);
-}
+};
 
 let types: ReturnType<typeof recordTypes> | undefined;
 /** Users' GraphQL types (built once: type-graphql's metadata is global). */
 export const userTypes = () => (types ??= recordTypes(users, { cacheable: true }));
 
 /** Users over GraphQL: the record operations, and the status setter. */
-export const userResolver = () =>
-  recordResolver(users, (ctx) => ctx.services.users, userTypes(), {
+export const userResolver = (api: GraphQLApi<UserService>) =>
+  recordResolver(users, api.service, userTypes(), {
     cacheable: true,
-    entity: true,
-    mutations: ['create', 'update', 'patch', statusMutation, 'destroy', 'restore', 'apply'],
+    mutations: ['create', 'update', 'patch', statusMutation(api), 'destroy', 'restore', 'apply'],
     descriptions: {
       update: 'Replaces every writable field; creates the user on an id reserved by applyUserID.',
       destroy:

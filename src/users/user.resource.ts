@@ -1,11 +1,12 @@
 import { field } from '../resource/field.js';
-import { defineResource, type RecordOf, type WritableOf } from '../resource/resource.js';
+import { defineBody, defineResource, type RecordOf, type WritableOf } from '../resource/resource.js';
 
 /** A user (the seed's User record). `password` and `rememberToken` belong to the applications that own them. */
 export const users = defineResource({
   name: 'user',
   label: 'user',
   table: 'users',
+  counted: true,
   type: 'User',
   inputDescription: 'Every writable field of a user; absent optional fields take their defaults.',
   fields: {
@@ -23,22 +24,13 @@ export const users = defineResource({
     updatedAt: field.updatedAt(),
     deletedAt: field.deletedAt(),
   },
-  // A deleted user takes its tokens and links with it: they stop authenticating and listing. Each
-  // is an audit event of its own, as DELETE /token/{id} and the unlink calls write them.
-  cascade: [
-    { table: 'tokens', column: 'user_id', event: { resource: 'token', action: 'delete' } },
-    {
-      table: 'user_applications',
-      column: 'user_id',
-      event: { resource: 'application_link', action: 'unlink', userColumn: 'user_id', linked: { field: 'applicationID', column: 'application_id' } },
-    },
-    {
-      table: 'user_roles',
-      column: 'user_id',
-      event: { resource: 'role_link', action: 'unlink', userColumn: 'user_id', linked: { field: 'roleID', column: 'role_id' } },
-    },
-  ],
+  // A deleted user takes its tokens with it: they stop authenticating and listing, each an audit
+  // event of its own, as DELETE /token/{id} writes it. (Its links go too: the relations of src/links/.)
+  cascade: [{ table: 'tokens', column: 'user_id', event: { resource: 'token', action: 'delete' } }],
 });
 
 export type UserRecord = RecordOf<typeof users>;
 export type UserValues = WritableOf<typeof users>;
+
+/** The body of the status setter (REST's /user/{id}/status/, GraphQL's updateUserStatus): `{"status": n}`. */
+export const USER_STATUS_BODY = defineBody({ status: field.int32({ required: true }) });

@@ -1,13 +1,10 @@
+import { recordSchema, ref, writeOperation, writeSchema } from '../http/openapi-schemas.js';
 import { recordRoutes } from '../http/record-routes.js';
 import { sendUpdated } from '../http/presenter.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
 import { parseId, parseWrite } from '../resource/input.js';
-import { defineBody } from '../resource/resource.js';
-import { field } from '../resource/field.js';
+import { USER_STATUS_BODY, users as definition } from './user.resource.js';
 import type { UserService } from './user.service.js';
-
-/** The body of the status setter: `{"status": n}`. */
-export const USER_STATUS_BODY = defineBody({ status: field.int32({ required: true }) });
 
 const TAG: ApiTag = {
   name: 'users',
@@ -28,6 +25,8 @@ export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
     description:
       'Sets `status` (a 32-bit integer) and nothing else. The seed gives this call both as PATCH and as PUT, and both are served. ' +
       'Answers `1`, or the user with `Prefer: return=representation`; 404 when no live user has this id. Needs `user:write`.',
+    operation: writeOperation(ref('UserStatus'), ref('User')),
+    schemas: { UserStatus: writeSchema(USER_STATUS_BODY, 'create'), User: recordSchema(definition) },
   });
   return [
     ...recordRoutes({
@@ -42,7 +41,7 @@ export function userRoutes(users: UserService, basePath: string): RouteSpec[] {
         destroy: 'Its tokens (they stop authenticating at once) and its application and role links go with it.',
       },
     }),
-    { method: 'PATCH', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PATCH'), handle: setStatus },
-    { method: 'PUT', path: '/user/:id/status', permission: 'user:write', docs: statusDocs('PUT'), handle: setStatus },
+    { method: 'PATCH', path: '/user/:id/status', permission: users.permissions.updateStatus, docs: statusDocs('PATCH'), handle: setStatus },
+    { method: 'PUT', path: '/user/:id/status', permission: users.permissions.updateStatus, docs: statusDocs('PUT'), handle: setStatus },
   ];
 }

@@ -3,9 +3,9 @@ import type { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from '../config.js';
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../observability/log.js';
-import type { WebhookMetrics } from '../observability/metrics.js';
+import type { WebhookMetrics } from './metrics.js';
 import type { ChangeEvent, EventSource } from '../realtime/events.js';
-import type { Keyring } from '../tokens/secrets.js';
+import type { Keyring } from '../db/keyring.js';
 import { deliveryClient } from './client.js';
 import { Endpoint, type EndpointContext } from './endpoint.js';
 import { matches } from './patterns.js';
@@ -41,6 +41,39 @@ export interface DispatcherDeps {
 const CLAIM_BATCH = 100;
 /** Retention runs every this many polls (and at the first). */
 const PRUNE_EVERY_POLLS = 60;
+
+/**
+ * Renews what is held (dropping what was lost) and takes the webhooks' settings afresh (dropping
+ * the disabled and deleted); moves past the events passed over.
+ */
+async function keepHeld(held: ReadonlyMap<number, Endpoint>, states: DeliveryStates, leaseMs: number, context: EndpointContext): Promise<void> {
+  const holding = [...held.values()];
+  if (!holding.length) return;
+  const renewed = await states.renew(leaseMs, holding);
+  for (const endpoint of holding) if (!renewed.has(endpoint.id)) endpoint.drop();
+  const kept = holding.filter((e) => renewed.has(e.id));
+  const gone: Endpoint[] = [];
+  for (const row of kept.length ? await states.configs(kept.map((e) => e.id)) : []) {
+    const endpoint = held.get(row.id);
+    const signers = row.live ? context.signers(row) : null;
+    if (endpoint && signers) endpoint.configure(row, signers);
+    else if (endpoint) {
+      endpoint.drop();
+      gone.push(endpoint);
+    }
+  }
+  await states.release(gone);
+  for (const endpoint of held.values()) {
+    // Events passed over need not be read again after a restart (while nothing is failing or pending).
+    const to = endpoint.scanned;
+    if (to > endpoint.position && endpoint.pending.length === 0 && endpoint.failures === 0) {
+      await states.advance(endpoint, to);
+      endpoint.position = Math.max(endpoint.position, to);
+    }
+  }
+}
+
+type DeliveryStates = ReturnType<typeof deliveryStates>;
 
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const { keyring, events, log, config } = deps;
@@ -79,34 +112,6 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     },
   };
 
-  /** Renews what is held (dropping what was lost) and takes the webhooks' settings afresh (dropping the disabled and deleted). */
-  const keepHeld = async () => {
-    const holding = [...held.values()];
-    if (!holding.length) return;
-    const renewed = await states.renew(config.leaseMs, holding);
-    for (const endpoint of holding) if (!renewed.has(endpoint.id)) endpoint.drop();
-    const kept = holding.filter((e) => renewed.has(e.id));
-    const gone: Endpoint[] = [];
-    for (const row of kept.length ? await states.configs(kept.map((e) => e.id)) : []) {
-      const endpoint = held.get(row.id);
-      const signers = row.live ? context.signers(row) : null;
-      if (endpoint && signers) endpoint.configure(row, signers);
-      else if (endpoint) {
-        endpoint.drop();
-        gone.push(endpoint);
-      }
-    }
-    await states.release(gone);
-    for (const endpoint of held.values()) {
-      // Events passed over need not be read again after a restart (while nothing is failing or pending).
-      const to = endpoint.scanned;
-      if (to > endpoint.position && endpoint.pending.length === 0 && endpoint.failures === 0) {
-        await states.advance(endpoint, to);
-        endpoint.position = Math.max(endpoint.position, to);
-      }
-    }
-  };
-
   /** Claims free endpoints and starts delivering to them. */
   const claim = async () => {
     const lease = `${owner}:${++claims}`;
@@ -129,7 +134,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   };
 
   const poll = async () => {
-    await keepHeld();
+    await keepHeld(held, states, config.leaseMs, context);
     await claim();
     if (polls++ % PRUNE_EVERY_POLLS === 0) await states.prune(config.logDays);
     if (held.size === 0 && unlisten) {

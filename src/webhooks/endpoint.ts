@@ -2,7 +2,7 @@ import type { Webhook } from 'standardwebhooks';
 import type { AuditEvent } from '../audit/audit.resource.js';
 import type { WebhookConfig } from '../config.js';
 import type { Logger } from '../observability/log.js';
-import type { WebhookMetrics } from '../observability/metrics.js';
+import type { WebhookMetrics } from './metrics.js';
 import type { DeliveryClient, Attempt } from './client.js';
 import { checkDestination, RefusedDestination } from './destination.js';
 import { nextAttempt } from './schedule.js';

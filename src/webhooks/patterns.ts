@@ -1,4 +1,4 @@
-import { AUDIT_ACTIONS, AUDIT_RESOURCES } from '../audit/audit.resource.js';
+import { AUDIT_ACTIONS } from '../resource/audit.js';
 
 /**
  * A webhook's `events`: patterns `<resource>.<action>` over the audit log's resources and actions
@@ -6,14 +6,20 @@ import { AUDIT_ACTIONS, AUDIT_RESOURCES } from '../audit/audit.resource.js';
  * One rule, three forms: the check of a write, a test of one event in memory (which endpoints an
  * event wakes), and a condition in SQL (which events an endpoint reads, and its lag).
  */
-const RESOURCE = `(\\*|${AUDIT_RESOURCES.join('|')})`;
 const ACTION = `(\\*|${AUDIT_ACTIONS.join('|')})`;
 
-/** What a write's `events` items must look like (field.ts applies it to each item). */
-export const EVENT_PATTERN = {
-  test: new RegExp(`^(\\*|${RESOURCE}\\.${ACTION})$`),
-  message: `is not a pattern <resource>.<action> (or "*") over the audit log's resources (${AUDIT_RESOURCES.join(', ')}) and actions (${AUDIT_ACTIONS.join(', ')}), either may be "*"`,
-};
+/**
+ * What a write's `events` items must look like (field.ts applies it to each item), over the audit
+ * log's resources: the modules' (ModuleDeps.auditResources), so that a new module's resource may be
+ * named.
+ */
+export function eventPattern(resources: readonly string[]): { test: RegExp; message: string } {
+  const resource = `(\\*|${resources.map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
+  return {
+    test: new RegExp(`^(\\*|${resource}\\.${ACTION})$`),
+    message: `is not a pattern <resource>.<action> (or "*") over the audit log's resources (${resources.join(', ')}) and actions (${AUDIT_ACTIONS.join(', ')}), either may be "*"`,
+  };
+}
 
 /** Whether an event of `resource` and `action` matches one of the patterns. */
 export function matches(patterns: readonly string[], resource: string, action: string): boolean {

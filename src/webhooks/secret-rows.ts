@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql.js';
-import { keyIdSql, type Keyring } from '../tokens/secrets.js';
+import { keyIdSql, type Keyring } from '../db/keyring.js';
 
 /** Rows re-encrypted per transaction. */
 const BATCH = 500;

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql.js';
-import type { WebhookStanding } from '../observability/metrics.js';
+import type { WebhookStanding } from './metrics.js';
 import { matchesSql } from './patterns.js';
 
 /**

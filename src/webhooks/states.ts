@@ -1,4 +1,4 @@
-import { SYSTEM_CALLER } from '../auth/bootstrap.js';
+import { SYSTEM_CALLER } from '../auth/caller.js';
 import { auditEvents, type AuditEvent } from '../audit/audit.resource.js';
 import type { Sql } from '../db/sql.js';
 import { updateStatement } from '../resource/writes.js';

@@ -8,9 +8,11 @@ import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes, type RecordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
 import { compileList } from '../list/list.js';
+import type { GraphQLApi } from '../module/module.js';
 import { parseId } from '../resource/input.js';
 import { webhookDeliveries, webhooks, type WebhookRecord } from './webhook.resource.js';
 import { parseAfter } from './webhook.routes.js';
+import type { WebhookService } from './webhook.service.js';
 
 let types: { webhook: RecordTypes; delivery: RecordTypes } | undefined;
 
@@ -32,11 +34,12 @@ export function webhookTypes() {
 }
 
 /** `rotateWebhookSecret(id)`: a new secret, answered this once; the previous one signs alongside it for 24 hours. */
-function rotate(resolver: ClassType): void {
+const rotate = (api: GraphQLApi<WebhookService>) => (resolver: ClassType) => {
   const d = method(resolver, 'rotateSecret', async (id: string, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    requirePermission(caller, 'webhook:write');
-    return ctx.services.webhooks.rotateSecret(caller, ctx.sql, parseId(id));
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.rotateSecret);
+    return service.rotateSecret(caller, ctx.sql, parseId(id));
   });
   params(
     resolver,
@@ -48,15 +51,16 @@ function rotate(resolver: ClassType): void {
     name: 'rotateWebhookSecret',
     description: 'Gives the webhook a new secret, answered in `secret` this once; the previous one still signs deliveries for 24 hours.',
   })(resolver.prototype, 'rotateSecret', d);
-}
+};
 
 /** `replayWebhook(id, after)`: the events after `after` delivered again. */
-function replay(resolver: ClassType): void {
+const replay = (api: GraphQLApi<WebhookService>) => (resolver: ClassType) => {
   const d = method(resolver, 'replay', async (id: string, after: string, ctx: GraphQLContext) => {
     const caller = callerOf(ctx);
-    requirePermission(caller, 'webhook:write');
+    const service = api.service(ctx);
+    requirePermission(caller, service.permissions.replay);
     const webhookId = parseId(id);
-    return ctx.services.webhooks.replay(caller, ctx.sql, webhookId, parseAfter(after));
+    return service.replay(caller, ctx.sql, webhookId, parseAfter(after));
   });
   params(
     resolver,
@@ -69,14 +73,14 @@ function replay(resolver: ClassType): void {
     name: 'replayWebhook',
     description: 'Delivers again, in order, every event after `after` that the webhook matches.',
   })(resolver.prototype, 'replay', d);
-}
+};
 
 /** Webhooks over GraphQL: the record operations, the secret's rotation, replay, and `Webhook.deliveries`. */
-export function webhookResolvers(): ClassType[] {
+export function webhookResolvers(api: GraphQLApi<WebhookService>): ClassType[] {
   const { webhook, delivery } = webhookTypes();
-  const WebhookResolver = recordResolver(webhooks, (ctx) => ctx.services.webhooks, webhook, {
+  const WebhookResolver = recordResolver(webhooks, api.service, webhook, {
     cacheable: false,
-    mutations: ['create', 'update', 'patch', 'destroy', 'restore', rotate, replay],
+    mutations: ['create', 'update', 'patch', 'destroy', 'restore', rotate(api), replay(api)],
     descriptions: {
       create: 'Creates a webhook; its secret (generated when the input has none) is answered in `secret` this once.',
       update: 'Replaces every writable field (a secret left out is kept).',
@@ -96,10 +100,11 @@ export function webhookResolvers(): ClassType[] {
     ) {
       return ctx.loaders
         .byField(info, () => {
-          requirePermission(callerOf(ctx), 'webhook:read');
-          const list = compileList(listInput(args), ctx.services.webhooks.deliveryListFields);
+          const service = api.service(ctx);
+          requirePermission(callerOf(ctx), service.permissions.deliveries);
+          const list = compileList(listInput(args), service.deliveryListFields);
           const count = selects(info, 'total');
-          return (caller, sql, ids) => ctx.services.webhooks.deliveriesOf(caller, sql, ids, list, count);
+          return (caller, sql, ids) => service.deliveriesOf(caller, sql, ids, list, count);
         })
         .load(hook.id);
     }

@@ -1,6 +1,6 @@
 import { field } from '../resource/field.js';
 import { defineResource, type RecordOf, type WritableOf } from '../resource/resource.js';
-import { EVENT_PATTERN } from './patterns.js';
+import { eventPattern } from './patterns.js';
 
 /** A webhook secret as the Standard Webhooks scheme writes it: `whsec_` and the base64 of 24 to 64 random bytes. */
 const SECRET_FORM = {
@@ -13,12 +13,14 @@ const SECRET_FORM = {
  * write-only: stored as a keyed hash and a ciphertext like a token's secrets, answered once (by
  * the create, or a rotation) and never read back; `active` and `disabledReason` say whether the
  * service still delivers to it. Where its deliveries stand is not part of the record
- * (src/webhooks/dispatcher.ts keeps it in webhook_states).
+ * (src/webhooks/dispatcher.ts keeps it in webhook_states). `events` holds patterns over the audit
+ * log's resources, which the modules make (`eventsPattern`: null leaves the items unchecked).
  */
-export const webhooks = defineResource({
+const webhookSpec = (eventsPattern: { test: RegExp; message: string } | null) => ({
   name: 'webhook',
   label: 'webhook',
   table: 'webhooks',
+  counted: true,
   type: 'Webhook',
   description: 'An HTTP endpoint that every committed change matching its events is delivered to, signed (Standard Webhooks).',
   inputDescription: 'Every writable field of a webhook; absent optional fields take their defaults (a replace keeps the secret when it has none).',
@@ -31,7 +33,7 @@ export const webhooks = defineResource({
     }),
     events: field.textList(100, 64, {
       defaultValue: ['*'],
-      pattern: EVENT_PATTERN,
+      ...(eventsPattern ? { pattern: eventsPattern } : {}),
       description: 'Patterns <resource>.<action> of the events delivered ("user.*", "token.revoke"; "*", the default, for all).',
     }),
     description: field.string(255, { nullable: true }),
@@ -54,6 +56,18 @@ export const webhooks = defineResource({
     deletedAt: field.deletedAt(),
   },
 });
+
+/**
+ * The webhooks' definition as the schema, the ORM entity and the OpenAPI document read it (the
+ * published surfaces, made before the list of modules is known: the patterns do not show there).
+ */
+export const webhooks = defineResource(webhookSpec(null));
+
+/**
+ * The same with `events` checked against the audit log's resources of the running modules
+ * (ModuleDeps.auditResources): what the webhook service, and so every write, parses with.
+ */
+export const webhooksOver = (auditResources: readonly string[]) => defineResource(webhookSpec(eventPattern(auditResources)));
 
 export type WebhookRecord = RecordOf<typeof webhooks>;
 export type WebhookValues = WritableOf<typeof webhooks>;

@@ -1,3 +1,4 @@
+import { errors, json, listOperation, param, preferred, recordSchema, ref, WRITE_ERRORS } from '../http/openapi-schemas.js';
 import { listQuery, sendList, sendUpdated, sendWritten } from '../http/presenter.js';
 import { recordRoutes } from '../http/record-routes.js';
 import type { ApiTag, RouteSpec } from '../http/routes.js';
@@ -5,6 +6,7 @@ import { AppError } from '../errors.js';
 import { compileList } from '../list/list.js';
 import { parseId, requireObject } from '../resource/input.js';
 import { checkInteger } from '../shared/values.js';
+import { webhookDeliveries } from './webhook.resource.js';
 import type { WebhookService } from './webhook.service.js';
 
 /** `after` of a replay: an event id, or 0 for the log's start. */
@@ -31,7 +33,16 @@ const TAG: ApiTag = {
     'HTTP endpoints that receive every committed change (the audit log) they subscribe to, signed by the Standard Webhooks scheme, at least once, in order (docs/rest.md#webhooks).',
 };
 
+/** A webhook as a create and a rotation answer it: with its secret, this once. */
+const WITH_SECRET = {
+  allOf: [
+    ref('Webhook'),
+    { type: 'object', required: ['secret'], properties: { secret: { type: 'string', description: 'the signing secret, answered this once' } } },
+  ],
+};
+
 export function webhookRoutes(webhooks: WebhookService, basePath: string): RouteSpec[] {
+  const { permissions } = webhooks;
   return [
     ...recordRoutes({
       path: '/webhook',
@@ -44,16 +55,31 @@ export function webhookRoutes(webhooks: WebhookService, basePath: string): Route
         destroy: 'Its deliveries stop; its delivery history is kept for WEBHOOK_LOG_DAYS.',
         restore: 'Its deliveries resume where they stopped.',
       },
+      created: { name: 'WebhookWithSecret', schema: WITH_SECRET },
     }),
     {
       method: 'POST',
       path: '/webhook/:id/secret',
-      permission: 'webhook:write',
+      permission: permissions.rotateSecret,
       docs: {
         tag: TAG,
         summary: 'Give a webhook a new secret',
         description:
           'The new secret is answered this once (a bare JSON string; with `Prefer: return=representation`, the webhook with its `secret`). The previous secret keeps signing beside it for 24 hours. Needs `webhook:write`.',
+        operation: {
+          parameters: [param('id'), param('Prefer')],
+          responses: {
+            200: {
+              description: 'The new secret, or the webhook with it with Prefer: return=representation',
+              content: preferred(ref('WebhookSecret'), ref('WebhookWithSecret')),
+            },
+            ...errors(400, 401, 403, 404, 503),
+          },
+        },
+        schemas: {
+          WebhookSecret: { type: 'string', pattern: '^whsec_', description: 'the new signing secret, answered this once' },
+          WebhookWithSecret: WITH_SECRET,
+        },
       },
       handle: async (ctx, caller, sql) => {
         const record = await webhooks.rotateSecret(caller, sql, parseId(ctx.params.id));
@@ -63,12 +89,29 @@ export function webhookRoutes(webhooks: WebhookService, basePath: string): Route
     {
       method: 'POST',
       path: '/webhook/:id/replay',
-      permission: 'webhook:write',
+      permission: permissions.replay,
       docs: {
         tag: TAG,
         summary: 'Deliver the events after an event id again',
         description:
           'Body `{"after": <eventID>}`: the webhook is delivered every matching event after it again, in order (at most 100,000 events back, else 400). Answers `1`, or the webhook with `Prefer: return=representation`. Needs `webhook:write`.',
+        operation: {
+          parameters: [param('id'), param('Prefer')],
+          requestBody: { required: true, content: json(ref('WebhookReplay')) },
+          responses: {
+            200: { description: '`1`, or the webhook with Prefer: return=representation', content: preferred(ref('One'), ref('Webhook')) },
+            ...errors(...WRITE_ERRORS),
+          },
+        },
+        schemas: {
+          WebhookReplay: {
+            type: 'object',
+            required: ['after'],
+            properties: {
+              after: { type: 'integer', minimum: 0, description: 'the event id to deliver after (0: the log’s start), at most 100,000 events back' },
+            },
+          },
+        },
       },
       handle: async (ctx, caller, sql) => {
         const id = parseId(ctx.params.id);
@@ -79,13 +122,15 @@ export function webhookRoutes(webhooks: WebhookService, basePath: string): Route
     {
       method: 'GET',
       path: '/webhook/:id/delivery',
-      permission: 'webhook:read',
+      permission: permissions.deliveries,
       docs: {
         tag: TAG,
         trailingSlash: true,
         summary: 'List a webhook’s delivery attempts',
         description:
           'A page of its delivery attempts (`eventID`, `attempt`, `at`, `status`, `durationMs`, `error`, `responseBody` truncated), kept WEBHOOK_LOG_DAYS, as a bare JSON array with `X-Total-Count` and `Link`; the list language of docs/rest.md. Needs `webhook:read`.',
+        operation: listOperation(ref('WebhookDelivery'), true),
+        schemas: { WebhookDelivery: recordSchema(webhookDeliveries) },
       },
       handle: async (ctx, caller, sql) => {
         const id = parseId(ctx.params.id);

@@ -2,12 +2,12 @@ import { requirePermission, type Caller } from '../auth/caller.js';
 import type { Sql, Transaction } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import { andAll, offsetPageSql, type CompiledList, type Page } from '../list/list.js';
-import { recordService, type ListOptions } from '../resource/service.js';
+import { recordService, type ListOptions, type RecordDeps } from '../resource/service.js';
 import { plainColumns, type Encode } from '../resource/writes.js';
-import type { Keyring } from '../tokens/secrets.js';
+import type { Keyring } from '../db/keyring.js';
 import { urlProblem } from './destination.js';
 import { newSecret } from './signing.js';
-import { webhookDeliveries, webhooks, type WebhookDelivery, type WebhookRecord, type WebhookValues } from './webhook.resource.js';
+import { webhookDeliveries, webhooks, webhooksOver, type WebhookDelivery, type WebhookRecord, type WebhookValues } from './webhook.resource.js';
 
 /**
  * The webhooks' operations (docs/rest.md#webhooks) over the generic record service, with their own
@@ -36,7 +36,11 @@ const KEEP_PREVIOUS_SECRET = `insert into webhook_secrets (webhook_id, secret_ci
   select id, secret_cipher, now() + interval '${SECRET_OVERLAP}' from webhooks where id = ?::bigint and secret_hmac is distinct from ?::bytea`;
 const RESUME = `update webhook_states set attempt = 0, next_attempt_at = null, failing_since = null, lease_owner = null, lease_until = null where webhook_id = ?::bigint`;
 
-export function webhookService(keyring: Keyring, options: { allowPrivate: boolean }) {
+/**
+ * `allowPrivate`: WEBHOOK_ALLOW_PRIVATE; `auditResources`: the audit log's resources of the running
+ * modules, which a webhook's event patterns may name (ModuleDeps.auditResources).
+ */
+export function webhookService(keyring: Keyring, options: { allowPrivate: boolean; auditResources: readonly string[] }, deps: RecordDeps) {
   /** The secret goes into its keyed hash and ciphertext; every other field into its column. */
   const encode: Encode = (name, field, value) =>
     field.kind !== 'secret'
@@ -46,18 +50,24 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
           { column: field.secretColumns!.cipher, type: 'bytea', value: keyring.seal('webhookSecret', value as string) },
         ];
 
-  const records = recordService(webhooks, {
-    encode,
-    // No unique index on webhooks: never reached.
-    conflict: () => AppError.conflict('the webhook conflicts with another record'),
-    checks: {
-      async write(tx: Transaction, _caller, values, current) {
-        if (!current) return;
-        if (typeof values.secret === 'string') await tx.rows(KEEP_PREVIOUS_SECRET, [current.id, keyring.hash('webhookSecret', values.secret)]);
-        if (values.active === true && !current.active) await tx.rows(RESUME, [current.id]);
+  const records = recordService(
+    webhooksOver(options.auditResources),
+    {
+      encode,
+      // No unique index on webhooks: never reached.
+      conflict: () => AppError.conflict('the webhook conflicts with another record'),
+      checks: {
+        async write(tx: Transaction, _caller, values, current) {
+          if (!current) return;
+          if (typeof values.secret === 'string') await tx.rows(KEEP_PREVIOUS_SECRET, [current.id, keyring.hash('webhookSecret', values.secret)]);
+          if (values.active === true && !current.active) await tx.rows(RESUME, [current.id]);
+        },
       },
     },
-  });
+    deps,
+  );
+  const { read, write } = webhooks.permissions;
+  const permissions = { ...records.permissions, rotateSecret: write, replay: write, deliveries: read } as const;
 
   /** The url's problem as a 400 naming `url`, before anything is written. */
   async function checkUrl(values: Partial<WebhookValues>): Promise<void> {
@@ -81,10 +91,11 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
 
   return {
     ...records,
+    permissions,
 
     /** Creates a webhook with its secret (generated when not given); answers it with the secret, this once. */
     async create(caller: Caller, sql: Sql, values: Partial<WebhookValues>, id?: number): Promise<WebhookWithSecret> {
-      requirePermission(caller, webhooks.permissions.write);
+      requirePermission(caller, permissions.create);
       await checkUrl(values);
       const secret = typeof values.secret === 'string' ? values.secret : newSecret();
       return sql.transaction(async (tx) => {
@@ -95,13 +106,13 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
     },
 
     async replace(caller: Caller, sql: Sql, id: number, values: Partial<WebhookValues>) {
-      requirePermission(caller, webhooks.permissions.write);
+      requirePermission(caller, permissions.replace);
       await checkUrl(values);
       return records.replace(caller, sql, id, changeOf(values));
     },
 
     async patch(caller: Caller, sql: Sql, id: number, values: Partial<WebhookValues>) {
-      requirePermission(caller, webhooks.permissions.write);
+      requirePermission(caller, permissions.patch);
       await checkUrl(values);
       return records.patch(caller, sql, id, changeOf(values));
     },
@@ -111,7 +122,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
      * previous one signs alongside it for 24 hours. Audited as a patch of `secret` (redacted).
      */
     async rotateSecret(caller: Caller, sql: Sql, id: number): Promise<WebhookWithSecret> {
-      requirePermission(caller, webhooks.permissions.write);
+      requirePermission(caller, permissions.rotateSecret);
       const secret = newSecret();
       const record = await records.patch(caller, sql, id, { secret });
       return { ...record, secret };
@@ -124,7 +135,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
      * that exists or existed (at most the newest id) and at most MAX_REPLAY_SPAN events back.
      */
     async replay(caller: Caller, sql: Sql, id: number, after: number): Promise<WebhookRecord & { id: number }> {
-      requirePermission(caller, webhooks.permissions.write);
+      requirePermission(caller, permissions.replay);
       return sql.transaction(async (tx) => {
         const [record] = await tx.rows<WebhookRecord & { id: number }>(
           `select ${webhooks.columns} from webhooks t where t.id = ? and t.deleted_at is null for update`,
@@ -146,7 +157,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
 
     /** The delivery attempts of a live webhook (GET /webhook/{id}/delivery/, Webhook.deliveries), through the list language. */
     async deliveries(caller: Caller, sql: Sql, id: number, q: CompiledList, options: ListOptions = {}): Promise<Page<WebhookDelivery>> {
-      requirePermission(caller, webhooks.permissions.read);
+      requirePermission(caller, permissions.deliveries);
       const [live] = await sql.rows('select 1 as found from webhooks where id = ? and deleted_at is null', [id]);
       if (!live) throw notFound(id);
       return deliveryPage(sql, [id], q, options.count !== false).then((pages) => pages.get(id)!);
@@ -154,7 +165,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
 
     /** The delivery attempts of several webhooks (GraphQL's Webhook.deliveries over a page of webhooks), one page each. */
     async deliveriesOf(caller: Caller, sql: Sql, ids: readonly number[], q: CompiledList, count: boolean): Promise<Map<number, Page<WebhookDelivery>>> {
-      requirePermission(caller, webhooks.permissions.read);
+      requirePermission(caller, permissions.deliveries);
       return deliveryPage(sql, ids, q, count);
     },
 

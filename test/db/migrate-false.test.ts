@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import { databaseSchemaOf } from '../../src/module/registry.js';
+import { MODULES } from '../../src/modules.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { freePort, waitFor } from '../support/processes.js';
@@ -72,7 +74,10 @@ test('MIGRATE=false on a new database creates nothing: it listens, /readyz answe
     }
     if (database.env.DATABASE_URL) {
       // npm run migrate, beside it: the service then finishes starting, ready.
-      const migrator = await openDatabase({ databaseUrl: database.env.DATABASE_URL, dataDir: '', poolSize: 2, tokenKey: Buffer.from(KEY, 'base64') });
+      const migrator = await openDatabase(
+        { databaseUrl: database.env.DATABASE_URL, dataDir: '', poolSize: 2, tokenKey: Buffer.from(KEY, 'base64') },
+        { schema: databaseSchemaOf(MODULES) },
+      );
       try {
         expect((await migrator.migrate()).length).toBeGreaterThan(0);
       } finally {
@@ -115,7 +120,10 @@ onPostgres(
       await waitFor('the service to wait for the migrations', () => waiting!.logLines.some((line) => line.includes('waiting for the migrations')), 60_000);
       expect(await statusOf(`${waiting.base}/readyz`)).toBe(503);
 
-      const migrator = await openDatabase({ databaseUrl: database.env.DATABASE_URL, dataDir: '', poolSize: 2, tokenKey: Buffer.from(KEY, 'base64') });
+      const migrator = await openDatabase(
+        { databaseUrl: database.env.DATABASE_URL, dataDir: '', poolSize: 2, tokenKey: Buffer.from(KEY, 'base64') },
+        { schema: databaseSchemaOf(MODULES) },
+      );
       try {
         await migrator.migrate();
       } finally {

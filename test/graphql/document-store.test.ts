@@ -1,5 +1,5 @@
 import { DocumentCache } from '../../src/graphql/documents.js';
-import { graphQLSchema } from '../../src/graphql/schema.js';
+import { serviceSchema as graphQLSchema } from '../../src/services.js';
 
 /** The gate (src/graphql/documents.ts) keeps a prepared document from the second time its text comes (no database). */
 test('a text seen once is not kept; seen again, its document is kept and served, refused ones too', async () => {

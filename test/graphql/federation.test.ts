@@ -2,7 +2,8 @@ import { Trace } from '@apollo/usage-reporting-protobuf';
 import { readFile } from 'node:fs/promises';
 import { parse } from 'graphql';
 import { isCacheableDocument } from '../../src/graphql/cacheable.js';
-import { graphQLSubgraphSchema, subgraphSchemaText } from '../../src/graphql/schema.js';
+import { subgraphSchemaText } from '../../src/graphql/schema.js';
+import { serviceSubgraphSchema as graphQLSubgraphSchema } from '../../src/services.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { bearer, collect, sseConnect, wsConnect } from '../support/subscriptions.js';
 import { admin, adminCreate, gql, svc, tokenFor, uniq, useService } from '../support/graphql-platform.js';
@@ -243,7 +244,7 @@ describe('_service { sdl }', () => {
   });
 
   test('schema.subgraph.graphql matches the subgraph SDL the code emits (run `npm run schema` when this fails)', async () => {
-    const emitted = await subgraphSchemaText();
+    const emitted = await subgraphSchemaText(await graphQLSubgraphSchema());
     if (emitted !== file) throw new Error('schema.subgraph.graphql is stale: run `npm run schema` and commit the result');
     expect(emitted).toBe(file);
   });

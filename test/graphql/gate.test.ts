@@ -1,7 +1,7 @@
 import { parse } from 'graphql';
 import { PreparedDocument } from '../../src/graphql/documents.js';
 import { Gate } from '../../src/graphql/gate.js';
-import { graphQLSchema } from '../../src/graphql/schema.js';
+import { serviceSchema as graphQLSchema } from '../../src/services.js';
 import { TrustedDocuments } from '../../src/graphql/trusted-documents.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';

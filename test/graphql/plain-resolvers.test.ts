@@ -1,5 +1,5 @@
 import { graphql, GraphQLObjectType, GraphQLSchema, GraphQLString, type GraphQLField } from 'graphql';
-import { graphQLSchema, graphQLSubgraphSchema } from '../../src/graphql/schema.js';
+import { serviceSchema as graphQLSchema, serviceSubgraphSchema as graphQLSubgraphSchema } from '../../src/services.js';
 import { withPlainResolvers } from '../../src/graphql/plain-resolvers.js';
 
 /**

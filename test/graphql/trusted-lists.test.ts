@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createGate } from '../../src/graphql/gate.js';
-import { graphQLSchema } from '../../src/graphql/schema.js';
+import { serviceSchema as graphQLSchema } from '../../src/services.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startService } from '../../src/server.js';
 import { newTestDatabase } from '../support/service.js';

@@ -116,8 +116,9 @@ test('a field added to the users definition, and nowhere else, shows up in every
     fields: { ...users.fields, nickname: field.string(64, { nullable: true }) },
   });
   jest.unstable_mockModule('../../src/users/user.resource.js', () => ({ ...realUsers, users: withNickname }));
-  const { openApiDocument } = await import('../../src/http/openapi.js');
-  const { graphQLSchema } = await import('../../src/graphql/schema.js');
+  const { serviceDocument } = await import('../../src/app.js');
+  const { createServices, serviceSchema: graphQLSchema } = await import('../../src/services.js');
+  const { Keyring } = await import('../../src/db/keyring.js');
 
   // Reads, lists, writes, the ORM.
   expect(withNickname.columns).toContain('t.nickname as "nickname"');
@@ -128,7 +129,7 @@ test('a field added to the users definition, and nowhere else, shows up in every
 
   // OpenAPI: the record, and both write bodies.
   const schemas = (
-    openApiDocument({ api: [], public: [], basePath: '' }, { version: 'test', license: 'UNLICENSED' }) as {
+    serviceDocument({ basePath: '', metrics: false }, createServices(Keyring.of(Buffer.alloc(32, 1)))) as {
       components: { schemas: Record<string, { properties: object }> };
     }
   ).components.schemas;

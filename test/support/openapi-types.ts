@@ -804,106 +804,6 @@ export interface components {
          */
         One: 1;
         IdList: components["schemas"]["Id"][];
-        LinkedApplication: {
-            id: number;
-            name: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            right: number;
-        };
-        LinkedRole: {
-            id: number;
-            name: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        ApplicationLink: {
-            userID: number;
-            applicationID: number;
-            right: number;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        LinkRight: {
-            right: number;
-        } & {
-            [key: string]: unknown;
-        };
-        AuditEvent: {
-            id: number;
-            /** Format: date-time */
-            at: string;
-            actorTokenID: number | null;
-            actorUserID: number | null;
-            requestId: string | null;
-            /** @enum {unknown} */
-            action: "create" | "update" | "patch" | "status" | "delete" | "link" | "unlink" | "right" | "apply" | "revoke" | "restore";
-            resource: string;
-            recordID: number;
-            changes: {
-                [key: string]: {
-                    before?: unknown;
-                    after?: unknown;
-                };
-            };
-        };
-        BulkRevocation: {
-            revoked: number;
-            skipped: number;
-        };
-        TokenParameter: {
-            /** @description the access token value */
-            token: string;
-            token_type_hint?: string;
-        };
-        Introspection: {
-            active: boolean;
-            scope?: string;
-            client_id?: string;
-            username?: string;
-            /** @description the user id */
-            sub?: string;
-            /** @description seconds since the epoch; absent when the token never expires */
-            exp?: number;
-            iat?: number;
-            token_type?: string;
-        };
-        UserStatus: {
-            /** Format: int32 */
-            status: number;
-        } & {
-            [key: string]: unknown;
-        };
-        WebhookWithSecret: components["schemas"]["Webhook"] & {
-            /** @description the signing secret, answered this once */
-            secret: string;
-        };
-        /** @description the new signing secret, answered this once */
-        WebhookSecret: string;
-        WebhookReplay: {
-            /** @description the event id to deliver after (0: the log’s start), at most 100,000 events back */
-            after: number;
-        };
-        WebhookDelivery: {
-            id: number;
-            eventID: number;
-            /** Format: int32 */
-            attempt: number;
-            /** Format: date-time */
-            at: string;
-            /** Format: int32 */
-            status: number | null;
-            /** Format: int32 */
-            durationMs: number;
-            error: string | null;
-            responseBody: string | null;
-        };
         User: {
             id: number;
             ref: number;
@@ -954,6 +854,12 @@ export interface components {
             photoUrl?: string | null;
             /** Format: int32 */
             status?: number;
+        } & {
+            [key: string]: unknown;
+        };
+        UserStatus: {
+            /** Format: int32 */
+            status: number;
         } & {
             [key: string]: unknown;
         };
@@ -1017,6 +923,10 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        BulkRevocation: {
+            revoked: number;
+            skipped: number;
+        };
         Application: {
             id: number;
             name: string;
@@ -1067,6 +977,37 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        LinkedApplication: {
+            id: number;
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            right: number;
+        };
+        ApplicationLink: {
+            userID: number;
+            applicationID: number;
+            right: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        LinkRight: {
+            right: number;
+        } & {
+            [key: string]: unknown;
+        };
+        LinkedRole: {
+            id: number;
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         Webhook: {
             id: number;
             url: string;
@@ -1102,6 +1043,10 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        WebhookWithSecret: components["schemas"]["Webhook"] & {
+            /** @description the signing secret, answered this once */
+            secret: string;
+        };
         WebhookReplace: {
             url: string;
             /**
@@ -1131,6 +1076,61 @@ export interface components {
             secret?: string | null;
         } & {
             [key: string]: unknown;
+        };
+        /** @description the new signing secret, answered this once */
+        WebhookSecret: string;
+        WebhookReplay: {
+            /** @description the event id to deliver after (0: the log’s start), at most 100,000 events back */
+            after: number;
+        };
+        WebhookDelivery: {
+            id: number;
+            eventID: number;
+            /** Format: int32 */
+            attempt: number;
+            /** Format: date-time */
+            at: string;
+            /** Format: int32 */
+            status: number | null;
+            /** Format: int32 */
+            durationMs: number;
+            error: string | null;
+            responseBody: string | null;
+        };
+        AuditEvent: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            actorTokenID: number | null;
+            actorUserID: number | null;
+            requestId: string | null;
+            /** @enum {unknown} */
+            action: "create" | "update" | "patch" | "status" | "delete" | "link" | "unlink" | "right" | "apply" | "revoke" | "restore";
+            resource: string;
+            recordID: number;
+            changes: {
+                [key: string]: {
+                    before?: unknown;
+                    after?: unknown;
+                };
+            };
+        };
+        TokenParameter: {
+            /** @description the access token value */
+            token: string;
+            token_type_hint?: string;
+        };
+        Introspection: {
+            active: boolean;
+            scope?: string;
+            client_id?: string;
+            username?: string;
+            /** @description the user id */
+            sub?: string;
+            /** @description seconds since the epoch; absent when the token never expires */
+            exp?: number;
+            iat?: number;
+            token_type?: string;
         };
     };
     responses: {

@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { AnyModule } from '../../src/module/module.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
-import type { SecretField } from '../../src/tokens/secrets.js';
+import type { SecretField } from '../../src/db/keyring.js';
 
 /**
  * Starts the real service (real Koa app over real HTTP) on a database of its own:
@@ -137,6 +138,8 @@ export async function newTestDatabase(): Promise<TestDatabase> {
 
 /** What a test may give the service besides its environment (src/server.ts's StartOptions). */
 export interface TestServiceOptions {
+  /** The service's modules, when not src/modules.ts's (a made-up module registered beside them). */
+  modules?: readonly AnyModule[];
   /** The read cache's clock (busy.test.ts steps it by hand, one window at a time). */
   readCacheClock?: () => number;
 }
@@ -164,6 +167,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     createLogger(config.logLevel, (line) => logLines.push(line)),
     {
       onStatement: (sql) => queries.push(sql),
+      modules: options.modules,
       readCacheClock: options.readCacheClock,
     },
   );

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { rotateKeyCommand } from '../../src/cli/rotate-key.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import { databaseSchemaOf } from '../../src/module/registry.js';
+import { MODULES } from '../../src/modules.js';
 import { newTestDatabase } from '../support/service.js';
 import { onEmbedded, newKey, silent, ADMIN, baseEnv, start, call, sqlOf, dumpOf, expectAbsent, makeUser, makeToken } from '../support/secrets.js';
 
@@ -252,7 +254,7 @@ describe('existing rows', () => {
     try {
       const env = { TOKEN_KEY: newKey() };
       // The schema before secrets at rest, with tokens written the old way (plain).
-      const old = await openDatabase(loadConfig(baseEnv(place, env)));
+      const old = await openDatabase(loadConfig(baseEnv(place, env)), { schema: databaseSchemaOf(MODULES) });
       const plain = Array.from({ length: 3 }, (_, i) => `plain-${i}-${randomBytes(8).toString('hex')}`);
       try {
         await old.orm.migrator.up({ to: 'Migration20261123100000_right_bigint' });

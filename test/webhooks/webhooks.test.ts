@@ -282,7 +282,7 @@ test('npm run rotate-key re-encrypts webhook secrets (current and previous) unde
   const { body } = await create({ url: quietUrl(), active: false }, representation);
   const rotated = (await svc.request('POST', `/webhook/${body.id}/secret`)).body;
   const { rotateKeyCommand } = await import('../../src/cli/rotate-key.js');
-  const { Keyring } = await import('../../src/tokens/secrets.js');
+  const { Keyring } = await import('../../src/db/keyring.js');
   const { randomBytes } = await import('node:crypto');
   const next = randomBytes(32);
   const env = {

@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Secrets at rest, step 1 of 2 (docs/operations.md#secrets-at-rest): the columns that replace the plain `access_token` and
  * `refresh_token`. For each, a keyed hash (HMAC-SHA-256: lookups, filters, and the unique index of
- * live access tokens) and an AES-256-GCM ciphertext (read-back). See src/tokens/secrets.ts.
+ * live access tokens) and an AES-256-GCM ciphertext (read-back). See src/db/keyring.ts.
  *
  * Why two migrations with a step in between: the new values need the key, and the key must never
  * be in the database, so SQL cannot compute them. This migration only adds the columns (nullable,

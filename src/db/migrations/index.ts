@@ -8,10 +8,8 @@ import { Migration20261202000000_directory_version } from './Migration2026120200
 import { Migration20261203000000_drop_directory_version } from './Migration20261203000000_drop_directory_version.js';
 import { Migration20261204000000_live_counts_on_liveness_changes } from './Migration20261204000000_live_counts_on_liveness_changes.js';
 import { Migration20261205000000_live_id_indexes } from './Migration20261205000000_live_id_indexes.js';
-import { Migration20261210000000_webhooks } from './Migration20261210000000_webhooks.js';
 
-/** The migration after which the service converts plain tokens with its key (see that migration). */
-export const TOKEN_SECRET_COLUMNS = 'Migration20261201000000_token_secret_columns';
+/** The migration before which the service converts plain tokens with its key (src/tokens/secret-rows.ts). */
 export const DROP_PLAIN_TOKENS = 'Migration20261201000100_drop_plain_tokens';
 
 /** Every migration, in order. Listed explicitly so that the same list runs from src/ and dist/. */
@@ -26,5 +24,4 @@ export const migrations = [
   { name: 'Migration20261203000000_drop_directory_version', class: Migration20261203000000_drop_directory_version },
   { name: 'Migration20261204000000_live_counts_on_liveness_changes', class: Migration20261204000000_live_counts_on_liveness_changes },
   { name: 'Migration20261205000000_live_id_indexes', class: Migration20261205000000_live_id_indexes },
-  { name: 'Migration20261210000000_webhooks', class: Migration20261210000000_webhooks },
 ];

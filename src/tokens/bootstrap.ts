@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import type { Caller } from './caller.js';
+import { SYSTEM_CALLER } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
-import type { Services } from '../services.js';
+import type { UserService } from '../users/user.service.js';
+import type { TokenService } from './token.service.js';
 
-/** The identity of the service's own start-up and command-line tasks: every permission. */
-export const SYSTEM_CALLER: Caller = { tokenId: 0, userId: 0, scopes: new Set(['*']), client: 'user-token-service' };
+/** What the first token is made with: the users' and the tokens' services. */
+interface Services {
+  users: Pick<UserService, 'create'>;
+  tokens: TokenService;
+}
 
 export const newAccessToken = () => randomBytes(32).toString('base64url');
 

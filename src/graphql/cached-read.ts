@@ -1,7 +1,7 @@
 import type { Caller } from '../auth/caller.js';
-import { MAX_CACHED_QUERY } from '../graphql/cacheable.js';
 import type { AppContext } from '../http/context.js';
-import { ownBytes, type ReadCache } from './store.js';
+import { ownBytes, type ReadCache } from '../read-cache/store.js';
+import { MAX_CACHED_QUERY } from './cacheable.js';
 
 /** A clean answer as Apollo made it, and the operation it ran (for the request log and metrics). */
 interface KeptAnswer {

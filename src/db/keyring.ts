@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { ConfigError, KEY_BYTES, parseKey } from '../config.js';
 
 /**
- * Secrets at rest (docs/operations.md#secrets-at-rest). A token's `accessToken` and `refreshToken` are never stored as they
- * are. Each is stored twice, in two forms that are useless without the key:
+ * Secrets at rest (docs/operations.md#secrets-at-rest): the values of `secret` fields (src/resource/field.ts; a token's
+ * `accessToken` and `refreshToken`) are never stored as they are. Each is stored twice, in two
+ * forms that are useless without the key:
  *
  * - a keyed hash, HMAC-SHA-256, for lookup (the bearer check, list filters) and for the unique
  *   index of live access tokens: equal values give equal hashes, so `=` and a unique index work;
@@ -26,8 +27,11 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + KEY_ID_BYTES + NONCE_BYTES;
 
-/** The secrets sealed with the key: a token's two, and a webhook's signing secret (src/webhooks/). */
-export type SecretField = 'accessToken' | 'refreshToken' | 'webhookSecret';
+/**
+ * The name of a secret field (a token's `accessToken`): part of what is hashed and of a
+ * ciphertext's authenticated data, so that a value moved to another field neither matches nor opens.
+ */
+export type SecretField = string;
 
 export class TokenKey {
   /** 8 bytes derived from the key: stored in every ciphertext, so rotation can tell keys apart. */

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
-import type { AppContext } from '../http/context.js';
-import { ownBytes, type ReadCache } from './store.js';
+import { ownBytes, type ReadCache } from '../read-cache/store.js';
+import type { AppContext } from './context.js';
 
 /** A REST answer as kept: the body's bytes and the headers its route set (Content-Type, X-Total-Count, Link). */
 interface KeptRead {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { serviceDocument } from '../app.js';
+import { Keyring } from '../db/keyring.js';
 import { createServices } from '../services.js';
-import { Keyring } from '../tokens/secrets.js';
 
 /**
  * Writes the OpenAPI document of a service with the default settings (no BASE_PATH, metrics on) to

@@ -1,7 +1,0 @@
-import { writeFile } from 'node:fs/promises';
-import { schemaText, subgraphSchemaText } from './schema.js';
-
-/** `npm run schema`: writes schema.graphql and schema.subgraph.graphql (a test fails when a checked-in file is stale). */
-await writeFile(new URL('../../../schema.graphql', import.meta.url), await schemaText());
-await writeFile(new URL('../../../schema.subgraph.graphql', import.meta.url), await subgraphSchemaText());
-process.stdout.write('schema.graphql and schema.subgraph.graphql written\n');
