@@ -46,10 +46,16 @@ const PRUNE_EVERY_POLLS = 60;
  * Renews what is held (dropping what was lost) and takes the webhooks' settings afresh (dropping
  * the disabled and deleted); moves past the events passed over.
  */
-async function keepHeld(held: ReadonlyMap<number, Endpoint>, states: DeliveryStates, leaseMs: number, context: EndpointContext): Promise<void> {
+async function keepHeld(
+  held: ReadonlyMap<number, Endpoint>,
+  states: DeliveryStates,
+  leaseMs: number,
+  context: EndpointContext,
+  renewing: boolean,
+): Promise<void> {
   const holding = [...held.values()];
   if (!holding.length) return;
-  const renewed = await states.renew(leaseMs, holding);
+  const renewed = renewing ? await states.renew(leaseMs, holding) : new Set(holding.map((e) => e.id));
   for (const endpoint of holding) if (!renewed.has(endpoint.id)) endpoint.drop();
   const kept = holding.filter((e) => renewed.has(e.id));
   const gone: Endpoint[] = [];
@@ -83,6 +89,8 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const held = new Map<number, Endpoint>();
   let claims = 0;
   let polls = 0;
+  /** When the leases held were last renewed (0: at the first poll). */
+  let renewedAt = 0;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | null = null;
@@ -134,7 +142,13 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   };
 
   const poll = async () => {
-    await keepHeld(held, states, config.leaseMs, context);
+    // Leases are renewed a third of their length before they run out, not at every poll: a renewal
+    // is a write, and a write every poll moves the database's snapshot (which the read cache keys
+    // answers by) as often. Losing a lease meanwhile (a replay, a re-enable) is found out at the
+    // latest here, and before that by the delivery's own statement, which is conditional on it.
+    const renewing = Date.now() - renewedAt >= config.leaseMs / 3;
+    if (renewing) renewedAt = Date.now();
+    await keepHeld(held, states, config.leaseMs, context, renewing);
     await claim();
     if (polls++ % PRUNE_EVERY_POLLS === 0) await states.prune(config.logDays);
     if (held.size === 0 && unlisten) {
