@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { startTestService, type RequestOptions, type Reply } from '../support/service.js';
+import { startTestService, type RequestOptions, type Reply, type TestService } from '../support/service.js';
 import { svc, replies, call, userCount, expectError, newUser, useService } from '../support/http.js';
 
 /**
@@ -283,6 +283,63 @@ describe('BASE_PATH', () => {
     } finally {
       await other.stop();
     }
+  });
+
+  // Found by review: a path that matched BASE_PATH in another letter case (/API/…) reached the
+  // handler with no caller authenticated.
+  describe('matched in another letter case', () => {
+    let api: TestService;
+    beforeAll(async () => {
+      api = await startTestService({ BASE_PATH: '/api' });
+    });
+    afterAll(async () => {
+      await api?.stop();
+    });
+
+    // DELETE last: once fixed, with the admin token it may delete user 1 (the token's own user).
+    const requests: [string, string, unknown?][] = [
+      ['GET', '/API/user/1'],
+      ['PATCH', '/API/user/1', { firstName: 'X' }],
+      ['POST', '/API/user/', { firstName: 'X', lastName: 'Y' }],
+      ['GET', '/Api/token/'],
+      ['GET', '/API/user/1/role/'],
+      ['GET', '/aPI/audit'],
+      ['POST', '/API/oauth/introspect', { token: 'not-a-token' }],
+      ['DELETE', '/API/user/1'],
+    ];
+
+    /** `path` is relative to the service root, not to BASE_PATH (the request helper prepends it). */
+    const send = async (method: string, path: string, body: unknown, token: string | null): Promise<Reply> => {
+      const headers: Record<string, string> = { Accept: 'application/json' };
+      if (token) headers.Authorization = `Bearer ${token}`;
+      if (body !== undefined) headers['Content-Type'] = 'application/json';
+      const response = await fetch(api.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, text, body: null };
+    };
+
+    // Defect: "/API/…" reaches the route handler with no caller authenticated (answers 500, or runs it).
+    test('without a token: 401 (as under /api) or 404 (unknown path), never a handler run', async () => {
+      expect((await send('GET', '/api/user/1', undefined, null)).status).toBe(401);
+      const before = await api.snapshot();
+      const seen = [];
+      for (const [method, path, body] of requests) {
+        const reply = await send(method, path, body, null);
+        seen.push({ method, path, status: reply.status, ok: reply.status === 401 || reply.status === 404 });
+      }
+      expect(seen).toEqual(seen.map((s) => ({ ...s, ok: true })));
+      expect(await api.snapshot()).toEqual(before);
+    });
+
+    // Defect: the same requests with a valid token must not crash either.
+    test('with a valid token: never a 500', async () => {
+      const seen = [];
+      for (const [method, path, body] of requests) {
+        const reply = await send(method, path, body, api.adminToken);
+        seen.push({ method, path, status: reply.status, serverError: reply.status >= 500 });
+      }
+      expect(seen).toEqual(seen.map((s) => ({ ...s, serverError: false })));
+    });
   });
 });
 

@@ -1,24 +1,49 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
+import { parseFilterExpression } from '../../src/list/expression.js';
+import { users } from '../../src/users/user.resource.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /**
  * SPEC §5: the expression form and the JSON form of a filter are one language. For random filter
  * trees, the two spellings select the same rows when the tree is within the depth limit, and are
  * both refused when it is deeper; for random text, the service never answers a 5xx.
+ *
+ * Both spellings go through one compiler (src/list/list.ts), so their agreeing alone would not catch
+ * a compiler that is wrong for both: an oracle (below) evaluates each parsed tree in plain JS over
+ * the rows this file seeded, and the service's answer must be the oracle's.
  */
 let svc: TestService;
 const G = `p${randomBytes(4).toString('hex')}`;
 
+const LAST_NAMES = ['Smith', "O'Brien", 'smith', 'a b', '', 'Zed'];
+/** The strings the random conditions compare with. */
+const STRING_VALUES = ['Smith', "O'Brien", 'smith', 'a b', '', 'Zed', 'k1', 'k2', 'M', 'say "hi"'];
+
+/** The seeded users as the service answers them (GET /user/{id}), in id order. */
+let rows: Record<string, unknown>[];
+
 beforeAll(async () => {
   svc = await startTestService();
-  const lastNames = ['Smith', "O'Brien", 'smith', 'a b', '', 'Zed'];
+  const ids: number[] = [];
   for (let i = 0; i < 18; i++) {
     const res = await svc.request('POST', '/user/', {
-      body: { firstName: G, lastName: lastNames[i % lastNames.length], status: (i % 5) - 1, ref: i * 7, outKey: i % 3 === 0 ? null : `k${i % 4}` },
+      body: { firstName: G, lastName: LAST_NAMES[i % LAST_NAMES.length], status: (i % 5) - 1, ref: i * 7, outKey: i % 3 === 0 ? null : `k${i % 4}` },
     });
     expect(res.status).toBe(201);
+    ids.push(res.body);
   }
+  rows = [];
+  for (const id of ids) {
+    const res = await svc.request('GET', `/user/${id}`);
+    expect(res.status).toBe(200);
+    rows.push(res.body);
+  }
+  // Text is ordered by the database's collation (a property of the database, not of the filter
+  // compiler under test): the oracle takes the order of every string it may compare from it.
+  const strings = [...new Set([...STRING_VALUES, ...rows.flatMap((r) => [r.lastName, r.outKey, r.firstName]).filter((v) => typeof v === 'string')])];
+  const ordered = await svc.sql<{ v: string }>('select v from unnest(?::text[]) as t(v) order by v', [strings]);
+  textRank = new Map(ordered.map(({ v }, i) => [v, i]));
 });
 afterAll(async () => {
   await svc?.stop();
@@ -39,7 +64,7 @@ const condition: fc.Arbitrary<Tree> = fc.oneof(
     kind: fc.constant('cond' as const),
     field: fc.constantFrom('lastName', 'outKey'),
     op: ops,
-    value: fc.constantFrom('Smith', "O'Brien", 'smith', 'a b', '', 'Zed', 'k1', 'k2', 'M', 'say "hi"'),
+    value: fc.constantFrom(...STRING_VALUES),
   }),
   fc.record({
     kind: fc.constant('cond' as const),
@@ -87,6 +112,81 @@ function json(node: Tree): Record<string, unknown> {
     case 'not':
       return { not: json(node.child) };
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The oracle: a filter tree (the JSON form, which the expression form parses into) evaluated in JS
+// over the seeded rows, with SQL's three-valued logic: a comparison with a null is unknown (null),
+// `not` of unknown is unknown, and a row is selected only when its filter is true.
+// ---------------------------------------------------------------------------------------------
+
+type Truth = boolean | null;
+const and = (values: Truth[]): Truth => (values.includes(false) ? false : values.includes(null) ? null : true);
+const or = (values: Truth[]): Truth => (values.includes(true) ? true : values.includes(null) ? null : false);
+const not = (value: Truth): Truth => (value === null ? null : !value);
+
+/** Every string the oracle may compare, by its place in the database's order (filled in beforeAll). */
+let textRank = new Map<string, number>();
+function compare(a: unknown, b: unknown): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'string' && typeof b === 'string') {
+    const [x, y] = [textRank.get(a), textRank.get(b)];
+    if (x === undefined || y === undefined) throw new Error(`the oracle has no order for ${JSON.stringify(a)} and ${JSON.stringify(b)}`);
+    return x - y;
+  }
+  throw new Error(`the oracle compares numbers with numbers and text with text, not ${JSON.stringify(a)} with ${JSON.stringify(b)}`);
+}
+
+/** One operator of a condition on a field's value. */
+function holds(value: unknown, op: string, operand: unknown): Truth {
+  if (op === 'isNull') return (value === null) === operand;
+  // `eq null` is `is null`, `ne null` is `is not null` (SPEC §5).
+  if (operand === null && (op === 'eq' || op === 'ne')) return (value === null) === (op === 'eq');
+  if (value === null) return null;
+  const order = compare(value, operand);
+  switch (op) {
+    case 'eq':
+      return order === 0;
+    case 'ne':
+      return order !== 0;
+    case 'gt':
+      return order > 0;
+    case 'gte':
+      return order >= 0;
+    case 'lt':
+      return order < 0;
+    case 'lte':
+      return order <= 0;
+  }
+  throw new Error(`the oracle does not know the operator ${op}`);
+}
+
+/** A filter object on a row: the conjunction of its entries (so `{}` holds for every row). */
+function evaluate(filter: Record<string, unknown>, row: Record<string, unknown>): Truth {
+  return and(
+    Object.entries(filter).map(([key, value]): Truth => {
+      if (key === 'and') return and((value as Record<string, unknown>[]).map((f) => evaluate(f, row)));
+      if (key === 'or') return or((value as Record<string, unknown>[]).map((f) => evaluate(f, row)));
+      if (key === 'not') return not(evaluate(value as Record<string, unknown>, row));
+      // Field names match in any letter case (SPEC §5).
+      const field = Object.keys(row).find((name) => name.toLowerCase() === key.toLowerCase());
+      if (field === undefined) throw new Error(`the oracle knows no field ${key}`);
+      // `{"field": value}` is `{"field": {"eq": value}}`.
+      const condition = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : { eq: value };
+      return and(Object.entries(condition).map(([op, operand]) => holds(row[field], op, operand)));
+    }),
+  );
+}
+
+/** The ids of the seeded rows the filter selects, in id order (the service's default order). */
+const oracle = (filter: Record<string, unknown>): number[] => rows.filter((row) => evaluate(filter, row) === true).map((row) => row.id as number);
+
+/** The tree each form's text parses into, through the list language's own entry points. */
+function parsed(text: string): Record<string, unknown> {
+  if (text.trimStart().startsWith('{')) return JSON.parse(text);
+  const result = parseFilterExpression(text, Object.keys(users.listFields));
+  if (!result.ok) throw new Error(`${text} does not parse: ${result.message}`);
+  return result.filter;
 }
 
 async function ids(filter: string): Promise<{ status: number; ids: number[] }> {
@@ -145,23 +245,27 @@ function levels(node: Tree): number {
 }
 const MAX_LEVELS = 8;
 
-test('for random filters, the expression form and the JSON form select the same rows, or both refuse a tree past the depth limit', async () => {
+test('for random filters, the expression form and the JSON form select the rows the oracle selects, or both refuse a tree past the depth limit', async () => {
   let nonEmpty = 0;
   let accepted = 0;
   expect(1 + levels(pastTheDepthLimit)).toBe(MAX_LEVELS + 1);
   await fc.assert(
     fc.asyncProperty(tree, async (t) => {
-      const fromExpression = await ids(`firstName eq '${G}' and (${expression(t)})`);
-      const fromJson = await ids(JSON.stringify({ and: [{ firstName: G }, json(t)] }));
+      const [expressionText, jsonText] = [`firstName eq '${G}' and (${expression(t)})`, JSON.stringify({ and: [{ firstName: G }, json(t)] })];
+      const fromExpression = await ids(expressionText);
+      const fromJson = await ids(jsonText);
       if (1 + levels(t) > MAX_LEVELS) {
         expect(fromExpression).toMatchObject({ status: 400, ids: { message: expect.stringMatching(/nested deeper than 8 levels/) } });
         expect(fromJson).toMatchObject({ status: 400, ids: { message: expect.stringMatching(/nested deeper than 8 levels/) } });
         return;
       }
-      expect(fromExpression.status).toBe(200);
       accepted += 1;
-      expect(fromJson).toEqual(fromExpression);
-      if (fromJson.ids.length) nonEmpty += 1;
+      const expected = { status: 200, ids: oracle(parsed(expressionText)) };
+      expect({ form: 'expression', ...fromExpression }).toEqual({ form: 'expression', ...expected });
+      expect({ form: 'JSON', ...fromJson }).toEqual({ form: 'JSON', ...expected });
+      // Both parse into trees the oracle judges alike (they are one language).
+      expect(oracle(parsed(jsonText))).toEqual(expected.ids);
+      if (expected.ids.length) nonEmpty += 1;
     }),
     {
       numRuns: 80,

@@ -1,4 +1,4 @@
-import { type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { svc, uniq, counted, cached, PAGE, useService } from '../support/read-cache.js';
 
 /**
@@ -194,5 +194,48 @@ describe('REST directory reads', () => {
     await svc.request('GET', `/user/${userID}`);
     const noUserRead = await svc.tokenWith('role:read');
     expect((await svc.request('GET', `/user/${userID}`, { token: noUserRead })).status).toBe(403);
+  });
+});
+
+// Found by review, kept as regressions. (Unique query texts growing the heap without a byte bound
+// is measured by `npm run bench:memory`, not here: a memory-measuring test would be flaky.)
+describe('GraphQL cache keys answer as the app does without the cache', () => {
+  let uncached: TestService;
+  beforeAll(async () => {
+    uncached = await startTestService({ READ_CACHE_MB: '0' });
+  });
+  afterAll(async () => {
+    await uncached?.stop();
+  });
+
+  const QUERY = '{ users { total } }';
+  const nested = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+
+  // Defect: a key built from ~5,000-level nested `extensions`/`operationName` overflows the stack: 500 with the cache on.
+  test.each([
+    ['extensions', `{"query":${JSON.stringify(QUERY)},"extensions":${nested(5000)}}`],
+    ['operationName', `{"query":${JSON.stringify(QUERY)},"operationName":${nested(5000)}}`],
+  ])('deeply nested %s: the same status as with the cache off, never 500', async (_field, rawBody) => {
+    // The query is known and its answer kept.
+    expect((await svc.graphql(QUERY)).status).toBe(200);
+    expect((await svc.graphql(QUERY)).status).toBe(200);
+    expect((await uncached.graphql(QUERY)).status).toBe(200);
+    const cached = await svc.graphql('', undefined, { rawBody });
+    const plain = await uncached.graphql('', undefined, { rawBody });
+    expect({ cached: cached.status, plain: plain.status }).toEqual({ cached: plain.status, plain: plain.status });
+    expect(plain.status).not.toBe(500);
+  });
+
+  // Defect: `1e400` (Infinity once parsed) is keyed like null, so the 200 kept for `{"ps": null}` is served instead of the 400.
+  test('a variable 1e400 is not served the answer kept for null', async () => {
+    const query = 'query($ps: Int) { users(pageSize: $ps) { total } }';
+    const rawBody = `{"query":${JSON.stringify(query)},"variables":{"ps":1e400}}`;
+    const plain = await uncached.graphql('', undefined, { rawBody });
+    expect(plain.status).toBe(400);
+    for (let i = 0; i < 2; i++) expect((await svc.graphql(query, { ps: null })).status).toBe(200);
+    const cached = await svc.graphql('', undefined, { rawBody });
+    expect(cached.status).toBe(plain.status);
+    expect(cached.body?.errors).toBeDefined();
+    expect(cached.body?.data?.users ?? null).toBeNull();
   });
 });
