@@ -10,6 +10,7 @@ const SLOW = [
   'process.test.ts',
   'db/embedded.test.ts',
   'auth/authorization.test.ts',
+  'auth/granted.test.ts',
   'tokens/keys.test.ts',
   'http/browser.test.ts',
   'realtime/realtime.test.ts',
