@@ -17,6 +17,7 @@
  *    then it is enabled again and delivers that backlog with nothing else going on. Prints the
  *    deliveries a second (one endpoint's chain: HTTP answer, database, next event), and per
  *    delivery the service's CPU time, the CPU time of PostgreSQL's backends on the bench database
+ *    (those alive at the drain's end: a connection opened during the drain counts from its start)
  *    and the database's committed transactions (every statement outside a transaction is one;
  *    pg_stat_database, read after 11 s of quiet so that idle backends have flushed their counts;
  *    the dispatcher's and the event source's polls meanwhile are included: about 11 a second).
@@ -259,13 +260,14 @@ async function main(): Promise<void> {
         await call(service.base, 'PATCH', `/webhook/${lagHook}`, { active: true });
         await until(() => delivered() >= from + DRAIN);
         const seconds = (performance.now() - t0) / 1000;
-        const cpu1 = await cpuSeconds(pid);
+        // The backends' CPU at once (an idle pool closes its connections after 10 s), the commits after the quiet.
+        const [mid, cpu1] = [await databaseCost(admin, service.database), await cpuSeconds(pid)];
         await call(service.base, 'PATCH', `/webhook/${lagHook}`, { active: false });
         await quiet();
         const db1 = await databaseCost(admin, service.database);
         const count = delivered() - from;
         let pgCpu = 0;
-        for (const [backend, used] of db1.cpu) pgCpu += used - (db0.cpu.get(backend) ?? 0);
+        for (const [backend, used] of mid.cpu) pgCpu += used - (db0.cpu.get(backend) ?? 0);
         const per = (x: number) => (x / count).toFixed(3);
         console.log(`2b. a backlog of ${count} events delivered to one endpoint, nothing else going on: ${(count / seconds).toFixed(0)} deliveries/s`);
         console.log(
