@@ -42,6 +42,8 @@ async function startService(env: Record<string, string>, cwd?: string): Promise<
 
 export interface BenchService {
   base: string;
+  /** The throw-away database's name (on DATABASE_URL's server), or undefined on the embedded database. */
+  database: string | undefined;
   child: ChildProcess;
   stop(): Promise<void>;
 }
@@ -77,6 +79,7 @@ export async function benchService(env: Record<string, string>, cwd?: string): P
   );
   return {
     base: `http://127.0.0.1:${port}`,
+    database: dbName,
     child,
     async stop() {
       child.kill('SIGTERM');

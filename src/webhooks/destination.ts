@@ -84,14 +84,16 @@ function resolveAll(host: string, timeoutMs: number): Promise<LookupAddress[]> {
   });
 }
 
+type Resolve = (host: string, timeoutMs: number) => Promise<LookupAddress[]>;
+
 /** Throws RefusedDestination unless `host` (an address, or a name and every address it resolves to) is public. */
-async function checkHost(host: string, timeoutMs: number): Promise<LookupAddress[]> {
+async function checkHost(host: string, timeoutMs: number, resolve: Resolve = resolveAll): Promise<LookupAddress[]> {
   if (isIP(host)) {
     const range = refusedRange(host);
     if (range) throw new RefusedDestination(host, host, range);
     return [{ address: host, family: isIP(host) }];
   }
-  const addresses = await resolveAll(host, timeoutMs);
+  const addresses = await resolve(host, timeoutMs);
   for (const { address } of addresses) {
     const range = refusedRange(address);
     if (range) throw new RefusedDestination(host, address, range);
@@ -122,5 +124,44 @@ export function pinnedLookup(timeoutMs: number): LookupFunction {
   };
 }
 
-/** The check a delivery makes before it connects (an address in the URL is never looked up). */
-export const checkDestination = (url: URL, timeoutMs: number): Promise<unknown> => checkHost(hostOf(url), timeoutMs);
+/**
+ * How long the check a delivery makes reuses a name's DNS answer. Without it every delivery waited
+ * for a lookup of its own (the system resolver, on libuv's thread pool): one more wait per event, on
+ * the path of an endpoint whose events go one at a time. With it a name that starts resolving to a
+ * private address is refused within this long; new connections are never made on a kept answer
+ * (the connector's lookup above checks its own, fresh one).
+ */
+export const RECHECK_ANSWER_MS = 5_000;
+/** Names whose answers are kept at most (past it, the expired ones are dropped, then all). */
+const MAX_KEPT_ANSWERS = 10_000;
+
+/**
+ * The check a delivery makes before it connects (an address in the URL is never looked up): throws
+ * RefusedDestination unless the host, and every address a name resolves to, is public. A name's
+ * successful DNS answer is kept `keepMs` and checked again at every delivery meanwhile; a failed
+ * lookup is not kept. `resolve` and `now` are the system resolver and clock, but for tests.
+ */
+export function destinationCheck(options: { keepMs?: number; resolve?: Resolve; now?: () => number } = {}) {
+  const { keepMs = RECHECK_ANSWER_MS, resolve = resolveAll, now = Date.now } = options;
+  const answers = new Map<string, { until: number; addresses: Promise<LookupAddress[]> }>();
+  const kept: Resolve = (host, timeoutMs) => {
+    const at = now();
+    const known = answers.get(host);
+    if (known && known.until > at) return known.addresses;
+    if (answers.size >= MAX_KEPT_ANSWERS) {
+      for (const [name, answer] of answers) if (answer.until <= at) answers.delete(name);
+      if (answers.size >= MAX_KEPT_ANSWERS) answers.clear();
+    }
+    const addresses = resolve(host, timeoutMs);
+    const entry = { until: at + keepMs, addresses };
+    answers.set(host, entry);
+    addresses.catch(() => {
+      if (answers.get(host) === entry) answers.delete(host);
+    });
+    return addresses;
+  };
+  return (url: URL, timeoutMs: number): Promise<LookupAddress[]> => checkHost(hostOf(url), timeoutMs, kept);
+}
+
+/** The delivery check of this process (src/webhooks/endpoint.ts). */
+export const checkDestination = destinationCheck();

@@ -177,8 +177,8 @@ export class Endpoint implements Lease {
     const body = JSON.stringify({ type: `${event.resource}.${event.action}`, timestamp: event.at, data: event });
     let attempt: Attempt;
     try {
-      // Checked at every delivery (a name's DNS answers included; the connection itself goes only
-      // to addresses its own lookup checked: src/webhooks/client.ts).
+      // Checked at every delivery (a name's DNS answer included, kept a few seconds: RECHECK_ANSWER_MS;
+      // a new connection goes only to addresses its own fresh lookup checked: src/webhooks/client.ts).
       if (!config.allowPrivate) await checkDestination(this.url, config.timeoutMs);
       const headers = { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(this.signers, event.id, at, body) };
       attempt = await client.post(this.url, headers, body);

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import { Webhook } from 'standardwebhooks';
-import { pinnedLookup, refusedRange, urlProblem } from '../../src/webhooks/destination.js';
+import { destinationCheck, pinnedLookup, refusedRange, urlProblem } from '../../src/webhooks/destination.js';
 import { auditResources } from '../../src/module/registry.js';
 import { MODULES } from '../../src/modules.js';
 import { eventPattern, matches } from '../../src/webhooks/patterns.js';
@@ -47,6 +47,37 @@ describe('destinations', () => {
       lookup('2606:4700::1111', { all: true } as never, ((err: unknown, address: unknown) => resolve({ err, address })) as never),
     );
     expect(literal).toEqual({ err: null, address: [{ address: '2606:4700::1111', family: 6 }] });
+  });
+
+  test('the check at delivery keeps a name’s answer a few seconds, checks it at every delivery, and asks again after', async () => {
+    const answers: LookupAddress[][] = [[{ address: '93.184.215.14', family: 4 }], [{ address: '10.0.0.7', family: 4 }]];
+    const asked: string[] = [];
+    let clock = 1_000;
+    const check = destinationCheck({
+      keepMs: 5_000,
+      now: () => clock,
+      resolve: async (host) => {
+        asked.push(host);
+        if (host === 'down.example') throw Object.assign(new Error('no answer'), { code: 'ENOTFOUND' });
+        return answers[Math.min(asked.filter((h) => h === host).length, answers.length) - 1];
+      },
+    });
+    const hook = new URL('https://hooks.example/in');
+    await expect(check(hook, 1_000)).resolves.toEqual(answers[0]);
+    clock += 4_999;
+    await expect(check(hook, 1_000)).resolves.toEqual(answers[0]);
+    expect(asked).toEqual(['hooks.example']); // kept: one lookup for two deliveries
+    clock += 1;
+    // Past the answer's time the name is looked up again, and its new (private) address refused.
+    await expect(check(hook, 1_000)).rejects.toMatchObject({ name: 'RefusedDestination', address: '10.0.0.7', range: 'private' });
+    await expect(check(hook, 1_000)).rejects.toMatchObject({ name: 'RefusedDestination' }); // a refused answer is checked again too
+    expect(asked).toEqual(['hooks.example', 'hooks.example']);
+    // A failed lookup is not kept; an address in the URL is never looked up.
+    const down = new URL('https://down.example/');
+    await expect(check(down, 1_000)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(check(down, 1_000)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(check(new URL('http://127.0.0.1:9/'), 1_000)).rejects.toMatchObject({ range: 'loopback' });
+    expect(asked).toEqual(['hooks.example', 'hooks.example', 'down.example', 'down.example']);
   });
 
   test('urls: their form always; their host unless private destinations are allowed', async () => {
