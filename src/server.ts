@@ -64,28 +64,28 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 class Connection {
   /** Answers still being made, and whether an unsafe request is among them. */
-  private pending: Promise<void>[] = [];
+  private readonly pending = new Set<Promise<void>>();
   private unsafe = 0;
 
   admit(req: IncomingMessage, res: ServerResponse, run: () => void): void {
     const safe = SAFE.has(req.method ?? '');
-    const before = safe && this.unsafe === 0 ? [] : this.pending;
+    const before = safe && this.unsafe === 0 ? null : [...this.pending];
     let done!: () => void;
     const answered = new Promise<void>((resolve) => (done = resolve));
-    this.pending = [...this.pending, answered];
+    this.pending.add(answered);
     if (!safe) this.unsafe += 1;
     res.once('close', () => {
-      this.pending = this.pending.filter((p) => p !== answered);
+      this.pending.delete(answered);
       if (!safe) this.unsafe -= 1;
       done();
     });
-    if (before.length === 0) run();
+    if (before === null || before.length === 0) run();
     else void Promise.all(before).then(run);
   }
 
   /** Resolves when every answer under way on the connection is out. */
   idle(): Promise<void> {
-    return Promise.all(this.pending).then(() => undefined);
+    return Promise.all([...this.pending]).then(() => undefined);
   }
 }
 

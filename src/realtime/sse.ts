@@ -82,7 +82,12 @@ export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services
   });
 
   return {
-    wants: (ctx) => ctx.method === 'POST' && ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
+    // Negotiated only when the Accept header could name an event stream (text/event-stream or
+    // text/*): every other POST skips the negotiation's parsing.
+    wants: (ctx) =>
+      ctx.method === 'POST' &&
+      /text\//i.test(ctx.get('Accept')) &&
+      ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller, verdict) {
       // Refused by the gate: answered at once, taking no place (graphql-sse would first ask for a
