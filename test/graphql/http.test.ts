@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { selectionOf } from '../support/contracts.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 
 /**
@@ -434,9 +435,9 @@ describe('limits count what runs, fragments expanded', () => {
   });
 
   test('the cost counts records: 100 users with every field and their nested pages pass, 1000 do not', async () => {
-    const query = (n: number) => `{ users(pageSize: ${n}) { total data { id ref outKey firstName lastName avatarUrl photoUrl status createdAt updatedAt
-      applications { total data { applicationID userID right createdAt updatedAt application { id name createdAt updatedAt } } }
-      roles { total data { id name createdAt updatedAt } }
+    const query = (n: number) => `{ users(pageSize: ${n}) { total data { ${selectionOf('user')}
+      applications { total data { ${selectionOf('applicationLink')} application { ${selectionOf('application')} } } }
+      roles { total data { ${selectionOf('role')} } }
       tokens { total data { id userID accessToken scope expireAt client version } } } } }`;
     const fits = await svc.graphql(query(100));
     expect(fits.status).toBe(200);

@@ -16,7 +16,8 @@ export function useService(): void {
   });
 }
 
-export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+import { ISO } from './contracts.js';
+export { ISO };
 export const UNKNOWN_ID = 987654321;
 
 export let counter = 0;

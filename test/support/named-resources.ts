@@ -15,7 +15,8 @@ export function useService(): void {
   });
 }
 
-export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+import { ISO, recordOf } from './contracts.js';
+export { ISO };
 export const REPRESENTATION = { Prefer: 'return=representation' };
 
 export let counter = 0;
@@ -78,12 +79,7 @@ export function describeNamedResource(kind: Kind): void {
         expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
         expect(res.headers.get('preference-applied')).toBeNull();
         const stored = await get(res.body);
-        expect(stored).toEqual({
-          id: res.body,
-          name,
-          createdAt: expect.stringMatching(ISO),
-          updatedAt: expect.stringMatching(ISO),
-        });
+        expect(stored).toEqual(recordOf(resource, { id: res.body, name }));
         expect(stored.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
         expect(await row(res.body)).toEqual({ name, deleted: false });
       });
@@ -93,12 +89,7 @@ export function describeNamedResource(kind: Kind): void {
         const res = await svc.request('POST', `${base}/`, { body: { name }, headers: REPRESENTATION });
         expect(res.status).toBe(201);
         expect(res.headers.get('preference-applied')).toBe('return=representation');
-        expect(res.body).toEqual({
-          id: expect.any(Number),
-          name,
-          createdAt: expect.stringMatching(ISO),
-          updatedAt: expect.stringMatching(ISO),
-        });
+        expect(res.body).toEqual(recordOf(resource, { name }));
         expect(res.headers.get('location')).toBe(`${base}/${res.body.id}`);
         expect(await get(res.body.id)).toEqual(res.body);
       });

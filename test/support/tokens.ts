@@ -17,7 +17,7 @@ export function useService(): void {
   });
 }
 
-export const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { ISO as ISO_UTC_MS } from './contracts.js';
 
 /** Every access token a test sent, to check none of them ends up in a log line. */
 export const secrets: string[] = [];
