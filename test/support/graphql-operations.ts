@@ -5,19 +5,9 @@
  * parity with the REST paths (what one protocol writes, the other reads back identically).
  */
 import { selectionOf } from './contracts.js';
-import { startTestService, type Reply, type TestService } from './service.js';
+import { svc, useService, type Reply, type TestService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
+export { svc, useService };
 export { ISO } from './contracts.js';
 export const ABSENT = '987654321';
 /** Every field of each record (test/support/contracts.ts). */

@@ -5,19 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Permission } from '../../src/auth/caller.js';
-import { startTestService, type Reply, type TestService } from './service.js';
+import { svc, useService, type Reply } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service (with these environment settings) before its tests and stops it after them. */
-export function useService(env: Record<string, string> = {}): void {
-  beforeAll(async () => {
-    svc = await startTestService(env);
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
+export { svc, useService };
 export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
 export const PERMISSIONS: Permission[] = [

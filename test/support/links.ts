@@ -2,20 +2,10 @@
  * The helpers of the REST link tests (test/links/applications, roles and access.test.ts): records
  * to link, the link rows as the database holds them, and the Link header of a list.
  */
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 export { sortedUrl, linksOf, expectedLinks } from './link-header.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
+export { svc, useService };
 import { ISO } from './contracts.js';
 export { ISO };
 export const UNKNOWN_ID = 987654321;

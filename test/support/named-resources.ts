@@ -2,19 +2,9 @@
  * The REST tests of applications and roles, which share one definition (src/resource/named.ts):
  * test/applications/applications.test.ts and test/roles/roles.test.ts each run them for their kind.
  */
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
+export { svc, useService };
 import { ISO, recordOf } from './contracts.js';
 export { ISO };
 export const REPRESENTATION = { Prefer: 'return=representation' };

@@ -4,19 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
+export { svc, useService };
 export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
 /** The statements one call sends, and its reply. */
