@@ -1,5 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { selectionOf } from '../support/contracts.js';
+import { uniq } from '../support/names.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 
 /**
@@ -14,8 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
 });
-
-const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
 /** POST /graphql with this body as-is (JSON content type unless `headers` says otherwise). */
 const post = (body: string | undefined, headers: Record<string, string> = {}, token: string | null = svc.adminToken): Promise<Reply> =>

@@ -16,8 +16,8 @@ export const TOKEN = selectionOf('token');
 export const NAMED = selectionOf('application');
 export const LINK = selectionOf('applicationLink');
 
-export let counter = 0;
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 export type Json = Record<string, any>;
 

@@ -3,12 +3,12 @@
  * permissions, dataloader, limits and explorer): tokens of given scopes, REST set-up as the admin,
  * and a fixture of one record of each kind (and deleted ones, for the restore mutations).
  */
-import { randomBytes } from 'node:crypto';
 import type { Permission } from '../../src/auth/caller.js';
 import { svc, useService, type Reply } from './service.js';
 
 export { svc, useService };
-export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+import { uniq } from './names.js';
+export { uniq };
 
 export const PERMISSIONS: Permission[] = [
   'user:read',

@@ -10,8 +10,8 @@ import { ISO } from './contracts.js';
 export { ISO };
 export const UNKNOWN_ID = 987654321;
 
-export let counter = 0;
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 /** POST a record; the answer is 201 + Location and the new id as a bare number. */
 export async function create(path: string, body: Record<string, unknown>): Promise<number> {

@@ -9,9 +9,8 @@ import { ISO, recordOf } from './contracts.js';
 export { ISO };
 export const REPRESENTATION = { Prefer: 'return=representation' };
 
-export let counter = 0;
-/** A name no other test uses. */
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 export interface Kind {
   resource: 'application' | 'role';

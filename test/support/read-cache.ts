@@ -2,12 +2,12 @@
  * The helpers of the read-cache tests (test/read-cache/): a service per test file, and the
  * statements a call sends, to tell a cache hit (the bearer lookup alone) from a miss.
  */
-import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { svc, useService } from './service.js';
 
 export { svc, useService };
-export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+import { uniq } from './names.js';
+export { uniq };
 
 /** The statements one call sends, and its reply. */
 export async function counted<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {
