@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError, KEY_BYTES, parseKey } from '../config.js';
 
@@ -144,23 +144,29 @@ export const KEY_FILE = 'token.key';
 
 /**
  * The embedded database's key when TOKEN_KEY is not set: DATA_DIR/token.key, created on first
- * start (32 random bytes, base64, mode 0600, created exclusively so two processes never write two
- * keys) and read on every later start. A key file others may read is refused.
+ * start (32 random bytes, base64, mode 0600, put in place whole and exclusively so two processes
+ * never write two keys, nor read one half written) and read on every later start. A key file others may read is refused.
  */
 export async function embeddedKey(dataDir: string): Promise<Buffer> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, KEY_FILE);
+  // Written whole under a name of its own, then linked into place (which fails when the file is
+  // there): a process starting beside another never reads a key file not yet written.
+  const written = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
   try {
-    const file = await open(path, 'wx', 0o600);
+    const file = await open(written, 'wx', 0o600);
     try {
       await file.writeFile(`${randomBytes(KEY_BYTES).toString('base64')}\n`);
       await file.sync();
     } finally {
       await file.close();
     }
-    await chmod(path, 0o600); // whatever the umask
+    await chmod(written, 0o600); // whatever the umask
+    await link(written, path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    await rm(written, { force: true });
   }
   const info = await stat(path);
   if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {

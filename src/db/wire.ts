@@ -20,6 +20,10 @@ export function wireDate(text: string | null): string | null {
     .replace(/([+-]\d{2})$/, '$1:00')
     .replace(/([+-]\d{2}):?(\d{2}):(\d{2})$/, '$1:$2');
   const date = new Date(iso);
+  // An offset with seconds (a zone's local mean time before its standard time: Amsterdam's +00:19:32
+  // until 1937) has no ISO 8601 form: the seconds dropped above are taken off here.
+  const offsetSeconds = /([+-])\d{2}:\d{2}:(\d{2})$/.exec(text);
+  if (offsetSeconds) date.setTime(date.getTime() - (offsetSeconds[1] === '-' ? -1 : 1) * Number(offsetSeconds[2]) * 1000);
   return Number.isNaN(date.getTime()) ? text : date.toISOString();
 }
 

@@ -20,8 +20,7 @@ export const listQuery = (ctx: AppContext) => ({
  * number of headers and preferences; names and values case-insensitive, values possibly quoted).
  * Null when it states no `return` preference.
  */
-function returnPreference(ctx: AppContext): 'representation' | 'minimal' | null {
-  const header = ctx.get('Prefer'); // several Prefer headers arrive joined by ", "
+export function returnPreference(header: string | undefined): 'representation' | 'minimal' | null {
   if (!header) return null;
   for (const preference of header.split(',')) {
     const [name, value = ''] = (preference.split(';')[0] ?? '').split('=');
@@ -39,7 +38,7 @@ function returnPreference(ctx: AppContext): 'representation' | 'minimal' | null 
 /** The body of a write answer: the original's `fallback` (a count or an id), or the record when asked. */
 function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): unknown {
   ctx.vary('Prefer');
-  const preference = returnPreference(ctx);
+  const preference = returnPreference(ctx.get('Prefer')); // several Prefer headers arrive joined by ", "
   if (preference) ctx.set('Preference-Applied', `return=${preference}`);
   return preference === 'representation' ? record() : fallback;
 }

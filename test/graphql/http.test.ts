@@ -1,4 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { selectionOf } from '../support/contracts.js';
+import { uniq } from '../support/names.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 
 /**
@@ -13,8 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
 });
-
-const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
 /** POST /graphql with this body as-is (JSON content type unless `headers` says otherwise). */
 const post = (body: string | undefined, headers: Record<string, string> = {}, token: string | null = svc.adminToken): Promise<Reply> =>
@@ -434,9 +434,9 @@ describe('limits count what runs, fragments expanded', () => {
   });
 
   test('the cost counts records: 100 users with every field and their nested pages pass, 1000 do not', async () => {
-    const query = (n: number) => `{ users(pageSize: ${n}) { total data { id ref outKey firstName lastName avatarUrl photoUrl status createdAt updatedAt
-      applications { total data { applicationID userID right createdAt updatedAt application { id name createdAt updatedAt } } }
-      roles { total data { id name createdAt updatedAt } }
+    const query = (n: number) => `{ users(pageSize: ${n}) { total data { ${selectionOf('user')}
+      applications { total data { ${selectionOf('applicationLink')} application { ${selectionOf('application')} } } }
+      roles { total data { ${selectionOf('role')} } }
       tokens { total data { id userID accessToken scope expireAt client version } } } } }`;
     const fits = await svc.graphql(query(100));
     expect(fits.status).toBe(200);

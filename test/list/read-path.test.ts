@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { uniq } from '../support/names.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /**
@@ -13,8 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
 });
-
-const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
 
 async function gql(query: string, variables?: Record<string, unknown>): Promise<any> {
   const res = await svc.graphql(query, variables);

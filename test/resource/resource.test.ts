@@ -7,6 +7,8 @@ import { field } from '../../src/resource/field.js';
 import { parseAttrs, parseId, parseWrite } from '../../src/resource/input.js';
 import { defineResource } from '../../src/resource/resource.js';
 import * as realUsers from '../../src/users/user.resource.js';
+import { fieldsOf, writableOf } from '../support/contracts.js';
+import { refusal } from '../support/refusal.js';
 
 /**
  * The resource definitions and what is derived from them, without a database: the read's select
@@ -16,17 +18,6 @@ import * as realUsers from '../../src/users/user.resource.js';
  */
 const { users } = realUsers;
 
-/** The AppError a function throws (the test fails if it throws nothing, or something else). */
-function refusal(run: () => unknown): AppError {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal');
-}
-
 describe('a resource definition', () => {
   test('reads its output fields under their wire names, never a hidden one', () => {
     expect(users.columns).toContain('t.first_name as "firstName"');
@@ -35,19 +26,8 @@ describe('a resource definition', () => {
     expect(users.columns).not.toContain('remember_token');
     expect(users.columns).not.toContain('deleted_at');
     expect(users.columnsWithDeletedAt.endsWith('t.deleted_at as "deletedAt"')).toBe(true);
-    expect(users.output.map(([name]) => name)).toEqual([
-      'id',
-      'ref',
-      'outKey',
-      'firstName',
-      'lastName',
-      'avatarUrl',
-      'photoUrl',
-      'status',
-      'createdAt',
-      'updatedAt',
-    ]);
-    expect(users.writable.map(([name]) => name)).toEqual(['ref', 'outKey', 'firstName', 'lastName', 'avatarUrl', 'photoUrl', 'status']);
+    expect(users.output.map(([name]) => name)).toEqual(fieldsOf('user'));
+    expect(users.writable.map(([name]) => name)).toEqual(writableOf('user'));
     expect(users.permissions).toEqual({ read: 'user:read', write: 'user:write' });
   });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 import { liveCounts } from '../support/live-counts.js';
+import { ISO } from '../support/contracts.js';
 
 /**
  * SPEC §9, restore and deleted reads, on both protocols: POST /{resource}/{id}/restore and the
@@ -20,7 +21,6 @@ afterAll(async () => {
 const G = `r${randomBytes(4).toString('hex')}`;
 const uniq = (prefix: string) => `${G}-${prefix}-${randomBytes(4).toString('hex')}`;
 const REPRESENTATION = { Prefer: 'return=representation' };
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 async function create(path: string, body: Record<string, unknown>): Promise<number> {
   const res = await svc.request('POST', path, { body });

@@ -4,28 +4,20 @@
  * HTTP, its errors (extensions.code and extensions.field), the database after failing mutations, and
  * parity with the REST paths (what one protocol writes, the other reads back identically).
  */
-import { startTestService, type Reply, type TestService } from './service.js';
+import { selectionOf } from './contracts.js';
+import { svc, useService, type Reply, type TestService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { svc, useService };
+export { ISO } from './contracts.js';
 export const ABSENT = '987654321';
-export const USER = 'id ref outKey firstName lastName avatarUrl photoUrl status createdAt updatedAt';
-export const TOKEN = 'id userID accessToken refreshToken scope code codeChallenge tokenType expireAt client version createdAt updatedAt';
-export const NAMED = 'id name createdAt updatedAt';
-export const LINK = 'applicationID userID right createdAt updatedAt';
+/** Every field of each record (test/support/contracts.ts). */
+export const USER = selectionOf('user');
+export const TOKEN = selectionOf('token');
+export const NAMED = selectionOf('application');
+export const LINK = selectionOf('applicationLink');
 
-export let counter = 0;
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 export type Json = Record<string, any>;
 

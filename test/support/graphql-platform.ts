@@ -3,22 +3,12 @@
  * permissions, dataloader, limits and explorer): tokens of given scopes, REST set-up as the admin,
  * and a fixture of one record of each kind (and deleted ones, for the restore mutations).
  */
-import { randomBytes } from 'node:crypto';
 import type { Permission } from '../../src/auth/caller.js';
-import { startTestService, type Reply, type TestService } from './service.js';
+import { svc, useService, type Reply } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service (with these environment settings) before its tests and stops it after them. */
-export function useService(env: Record<string, string> = {}): void {
-  beforeAll(async () => {
-    svc = await startTestService(env);
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+export { svc, useService };
+import { uniq } from './names.js';
+export { uniq };
 
 export const PERMISSIONS: Permission[] = [
   'user:read',

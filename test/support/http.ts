@@ -2,9 +2,9 @@
  * The helpers of the HTTP tests shared by every path (test/http/requests and database.test.ts): a
  * service per test file, every reply kept to check what must hold for all of them, the JSON error body.
  */
-import { startTestService, type RequestOptions, type Reply, type TestService } from './service.js';
+import { svc, useService, type RequestOptions, type Reply } from './service.js';
 
-export let svc: TestService;
+export { svc, useService };
 /** Every reply of this file, to check properties that must hold for all of them. */
 export const replies: Reply[] = [];
 
@@ -12,16 +12,6 @@ export async function call(method: string, path: string, options?: RequestOption
   const reply = await svc.request(method, path, options);
   replies.push(reply);
   return reply;
-}
-
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
 }
 
 export async function userCount(): Promise<number> {

@@ -2,25 +2,16 @@
  * The helpers of the REST link tests (test/links/applications, roles and access.test.ts): records
  * to link, the link rows as the database holds them, and the Link header of a list.
  */
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 export { sortedUrl, linksOf, expectedLinks } from './link-header.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { svc, useService };
+import { ISO } from './contracts.js';
+export { ISO };
 export const UNKNOWN_ID = 987654321;
 
-export let counter = 0;
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 /** POST a record; the answer is 201 + Location and the new id as a bare number. */
 export async function create(path: string, body: Record<string, unknown>): Promise<number> {

@@ -5,10 +5,10 @@
  * do not disturb the expected results.
  */
 import { randomBytes } from 'node:crypto';
-import { startTestService, type Reply, type TestService } from './service.js';
+import { svc, useService as useSharedService, type Reply, type TestService } from './service.js';
 export { sortedUrl, linksOf, expectedLinks } from './link-header.js';
 
-export let svc: TestService;
+export { svc };
 export const replies: Reply[] = [];
 
 export async function call(method: string, path: string, options?: Parameters<TestService['request']>[2]): Promise<Reply> {
@@ -84,10 +84,10 @@ export function expectBadRequest(res: Reply, field: string, message?: string | R
   );
 }
 
-/** Starts this file's service before its tests and stops it after them. */
+/** Starts this file's service before its tests, with the group of users the list tests read, and stops it after them. */
 export function useService(): void {
+  useSharedService();
   beforeAll(async () => {
-    svc = await startTestService();
     for (const f of FIXTURES) {
       const res = await call('POST', '/user/', {
         body: { firstName: `${G}-${f.name}`, lastName: f.lastName, status: f.status, ref: f.ref, outKey: f.outKey },
@@ -102,9 +102,6 @@ export function useService(): void {
     id.zed = gone.body;
     const destroyed = await call('DELETE', `/user/${gone.body}`);
     expect([destroyed.status, destroyed.body]).toEqual([200, 1]);
-  });
-  afterAll(async () => {
-    await svc?.stop();
   });
 }
 

@@ -2,25 +2,15 @@
  * The REST tests of applications and roles, which share one definition (src/resource/named.ts):
  * test/applications/applications.test.ts and test/roles/roles.test.ts each run them for their kind.
  */
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { svc, useService };
+import { ISO, recordOf } from './contracts.js';
+export { ISO };
 export const REPRESENTATION = { Prefer: 'return=representation' };
 
-export let counter = 0;
-/** A name no other test uses. */
-export const fresh = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+import { uniq as fresh } from './names.js';
+export { fresh };
 
 export interface Kind {
   resource: 'application' | 'role';
@@ -78,12 +68,7 @@ export function describeNamedResource(kind: Kind): void {
         expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
         expect(res.headers.get('preference-applied')).toBeNull();
         const stored = await get(res.body);
-        expect(stored).toEqual({
-          id: res.body,
-          name,
-          createdAt: expect.stringMatching(ISO),
-          updatedAt: expect.stringMatching(ISO),
-        });
+        expect(stored).toEqual(recordOf(resource, { id: res.body, name }));
         expect(stored.createdAt).not.toBe('2000-01-01T00:00:00.000Z');
         expect(await row(res.body)).toEqual({ name, deleted: false });
       });
@@ -93,12 +78,7 @@ export function describeNamedResource(kind: Kind): void {
         const res = await svc.request('POST', `${base}/`, { body: { name }, headers: REPRESENTATION });
         expect(res.status).toBe(201);
         expect(res.headers.get('preference-applied')).toBe('return=representation');
-        expect(res.body).toEqual({
-          id: expect.any(Number),
-          name,
-          createdAt: expect.stringMatching(ISO),
-          updatedAt: expect.stringMatching(ISO),
-        });
+        expect(res.body).toEqual(recordOf(resource, { name }));
         expect(res.headers.get('location')).toBe(`${base}/${res.body.id}`);
         expect(await get(res.body.id)).toEqual(res.body);
       });

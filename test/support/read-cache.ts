@@ -2,22 +2,12 @@
  * The helpers of the read-cache tests (test/read-cache/): a service per test file, and the
  * statements a call sends, to tell a cache hit (the bearer lookup alone) from a miss.
  */
-import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { startTestService, type TestService } from './service.js';
+import { svc, useService } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+export { svc, useService };
+import { uniq } from './names.js';
+export { uniq };
 
 /** The statements one call sends, and its reply. */
 export async function counted<T>(work: () => Promise<T>): Promise<{ statements: string[]; reply: T }> {

@@ -273,3 +273,19 @@ export async function startTestService(env: Record<string, string> = {}, options
   };
   return service;
 }
+
+/**
+ * The service of the test file that called `useService`: one per file, shared by its tests and by
+ * the support modules' helpers (they read it through this live binding).
+ */
+export let svc: TestService;
+
+/** Starts this file's service before its tests and stops it after them. */
+export function useService(env: Record<string, string> = {}, options: TestServiceOptions = {}): void {
+  beforeAll(async () => {
+    svc = await startTestService(env, options);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+}

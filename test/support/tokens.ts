@@ -4,20 +4,10 @@
  * refused request changed nothing.
  */
 import { randomBytes } from 'node:crypto';
-import { startTestService, type Reply, type RequestOptions, type TestService } from './service.js';
+import { svc, useService, type Reply, type RequestOptions } from './service.js';
 
-export let svc: TestService;
-/** Starts this file's service before its tests and stops it after them. */
-export function useService(): void {
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
-}
-
-export const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { svc, useService };
+export { ISO as ISO_UTC_MS } from './contracts.js';
 
 /** Every access token a test sent, to check none of them ends up in a log line. */
 export const secrets: string[] = [];

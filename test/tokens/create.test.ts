@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
   svc,
-  ISO_UTC_MS,
   secrets,
   newAccessToken,
   call,
@@ -15,6 +14,7 @@ import {
   failsUnchanged,
   useService,
 } from '../support/tokens.js';
+import { recordOf } from '../support/contracts.js';
 
 /** POST /token/: what a token is created with, what is refused, and the answers. */
 useService();
@@ -28,21 +28,7 @@ describe('POST /token/', () => {
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/);
     expect(res.headers.get('preference-applied')).toBeNull();
     const record = (await call('GET', res.headers.get('location')!)).body;
-    expect(record).toEqual({
-      id,
-      userID,
-      accessToken,
-      refreshToken: '',
-      scope: '',
-      code: '',
-      codeChallenge: null,
-      tokenType: '',
-      expireAt: null,
-      client: 'my-cli/2.1',
-      version: '1',
-      createdAt: expect.stringMatching(ISO_UTC_MS),
-      updatedAt: expect.stringMatching(ISO_UTC_MS),
-    });
+    expect(record).toEqual(recordOf('token', { id, userID, accessToken, client: 'my-cli/2.1' }));
     expect(record.updatedAt).toBe(record.createdAt);
     const [row] = await svc.sql<any>('select user_id, access_token_hmac, access_token_cipher, client, version, deleted_at from tokens where id = ?', [id]);
     // Stored as a keyed hash and a ciphertext (SPEC §9), never as it is.
@@ -67,21 +53,7 @@ describe('POST /token/', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('preference-applied')).toBe('return=representation');
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/);
-    expect(res.body).toEqual({
-      id: expect.any(Number),
-      userID,
-      accessToken,
-      refreshToken: '',
-      scope: 'openid',
-      code: '',
-      codeChallenge: null,
-      tokenType: '',
-      expireAt: null,
-      client: 'prefers',
-      version: '1',
-      createdAt: expect.stringMatching(ISO_UTC_MS),
-      updatedAt: expect.stringMatching(ISO_UTC_MS),
-    });
+    expect(res.body).toEqual(recordOf('token', { userID, accessToken, scope: 'openid', client: 'prefers' }));
     expect(res.headers.get('location')).toBe(`/token/${res.body.id}`);
     expect(await getToken(res.body.id)).toEqual(res.body);
 

@@ -17,7 +17,7 @@ import {
   gqlUser,
   useService,
 } from '../support/graphql-operations.js';
-import { defaultUser } from '../support/users.js';
+import { recordOf } from '../support/contracts.js';
 
 /** The user queries and mutations over GraphQL: results, errors, lists (filters, orderBy, pages), parity with REST. */
 useService();
@@ -25,7 +25,7 @@ useService();
 describe('users', () => {
   test('createUser: the record with defaults; it reads back identically over REST and in the table', async () => {
     const { createUser } = await run(CREATE_USER, { input: { firstName: 'Grace', lastName: 'Hopper' } });
-    expect(createUser).toEqual(defaultUser(expect.stringMatching(/^[1-9]\d*$/), 'Grace', 'Hopper'));
+    expect(createUser).toEqual(recordOf('user', { id: expect.stringMatching(/^[1-9]\d*$/), firstName: 'Grace', lastName: 'Hopper' }));
     const rest = await svc.request('GET', `/user/${createUser.id}`);
     expect(rest.status).toBe(200);
     expect(rest.body).toEqual(restUser(createUser));

@@ -1,5 +1,5 @@
 import { startTestService, type TestService } from '../support/service.js';
-import { ISO, defaultUser } from '../support/users.js';
+import { ISO, recordOf } from '../support/contracts.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -44,7 +44,7 @@ describe('POST /user/', () => {
     expect(res.headers.get('location')).toBe(`/user/${res.body}`);
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
     expect(res.headers.get('preference-applied')).toBeNull();
-    expect(await getUser(res.body)).toEqual(defaultUser(res.body, 'Grace', 'Hopper'));
+    expect(await getUser(res.body)).toEqual(recordOf('user', { id: res.body, firstName: 'Grace', lastName: 'Hopper' }));
     const [row] = await svc.sql('select first_name, password, remember_token from users where id = ?', [res.body]);
     expect(row).toEqual({ first_name: 'Grace', password: '', remember_token: null });
   });
@@ -54,7 +54,7 @@ describe('POST /user/', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('preference-applied')).toBe('return=representation');
     expect(res.headers.get('vary')).toMatch(/\bPrefer\b/i);
-    expect(res.body).toEqual(defaultUser(expect.any(Number), 'Grace', 'Hopper'));
+    expect(res.body).toEqual(recordOf('user', { firstName: 'Grace', lastName: 'Hopper' }));
     expect(res.headers.get('location')).toBe(`/user/${res.body.id}`);
     expect(await getUser(res.body.id)).toEqual(res.body);
   });
