@@ -8,7 +8,6 @@
  * are in the matrix without an edit. What is listed here is what the table cannot say: the routes
  * whose service checks the permission itself, and what a successful call of a known route answers.
  */
-import { randomBytes } from 'node:crypto';
 import { apiRoutes } from '../../src/app.js';
 import type { Permission } from '../../src/auth/caller.js';
 import { Keyring } from '../../src/db/keyring.js';
@@ -17,9 +16,10 @@ import type { AnyModule } from '../../src/module/module.js';
 import { scopeVocabulary } from '../../src/module/registry.js';
 import { MODULES } from '../../src/modules.js';
 import { createServices } from '../../src/services.js';
+import { uniq } from './names.js';
 import type { Reply, RequestOptions, TestService } from './service.js';
 
-export const uniq = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex')}`;
+export { uniq };
 
 // ---------------------------------------------------------------------------------------------
 // The route table, from the application: every REST method + path and the permission it needs.
