@@ -142,16 +142,23 @@ export class Keyring {
 /** The key file of the embedded database, in DATA_DIR. */
 export const KEY_FILE = 'token.key';
 
+/** Whether a path names something (a dangling link does not). */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
 /**
- * The embedded database's key when TOKEN_KEY is not set: DATA_DIR/token.key, created on first
- * start (32 random bytes, base64, mode 0600, put in place whole and exclusively so two processes
- * never write two keys, nor read one half written) and read on every later start. A key file others may read is refused.
+ * A new key file at `path`, unless another process puts one there first: written whole under a name
+ * of its own, then linked into place (which fails when the file is there), so that a process
+ * starting beside another never reads a key file not yet written.
  */
-export async function embeddedKey(dataDir: string): Promise<Buffer> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const path = join(dataDir, KEY_FILE);
-  // Written whole under a name of its own, then linked into place (which fails when the file is
-  // there): a process starting beside another never reads a key file not yet written.
+async function placeKeyFile(path: string): Promise<void> {
   const written = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
   try {
     const file = await open(written, 'wx', 0o600);
@@ -168,6 +175,19 @@ export async function embeddedKey(dataDir: string): Promise<Buffer> {
   } finally {
     await rm(written, { force: true });
   }
+}
+
+/**
+ * The embedded database's key when TOKEN_KEY is not set: DATA_DIR/token.key, created on first
+ * start (32 random bytes, base64, mode 0600, put in place whole and exclusively so two processes
+ * never write two keys, nor read one half written) and read on every later start. A key file others may read is refused.
+ */
+export async function embeddedKey(dataDir: string): Promise<Buffer> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, KEY_FILE);
+  // Once the key file is there (every start but the first), nothing is written: no candidate key
+  // made, synced to disk and unlinked at each start, no file left beside it by a crash meanwhile.
+  if (!(await exists(path))) await placeKeyFile(path);
   const info = await stat(path);
   if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
     throw new ConfigError(`${path} holds the token key and may be read by other users (mode ${(info.mode & 0o777).toString(8)}); run chmod 600 on it`);

@@ -52,6 +52,16 @@ const errorResult = (reason: CloseReason): ExecutionResult => ({
   errors: [new GraphQLError(CLOSE[reason].reason, { extensions: { code: CLOSE[reason].graphql } })],
 });
 
+/** The types a POST /graphql may be answered in, in the order preferred when the client has none. */
+const ANSWER_TYPES = ['application/json', 'application/graphql-response+json', 'text/event-stream'];
+
+/**
+ * Whether an Accept header could select text/event-stream among ANSWER_TYPES (a superset: the
+ * negotiation decides). Only a range of type text or subtype event-stream, or a wildcard once the
+ * JSON types are given a lower quality by a range with parameters, can.
+ */
+export const mayNameEventStream = (accept: string): boolean => /text\/|\/event-stream/i.test(accept) || (accept.includes('*/*') && accept.includes(';'));
+
 export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
   const { gate, hub, log } = deps;
   const { schema } = gate;
@@ -82,12 +92,12 @@ export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services
   });
 
   return {
-    // Negotiated only when the Accept header could name an event stream (text/event-stream or
-    // text/*): every other POST skips the negotiation's parsing.
-    wants: (ctx) =>
-      ctx.method === 'POST' &&
-      /text\//i.test(ctx.get('Accept')) &&
-      ctx.accepts('application/json', 'application/graphql-response+json', 'text/event-stream') === 'text/event-stream',
+    // Negotiated only when the Accept header could select an event stream, every other POST
+    // skipping the negotiation's parsing: a range of type text (text/event-stream, text/*, in any
+    // case), one of subtype event-stream (*/event-stream, which the negotiation takes too), or */*
+    // with parameters (the JSON types given a lower q elsewhere in the header leave */* to the stream:
+    // `application/*;q=0, */*`). A bare */* (curl's, fetch's) selects JSON and is not negotiated.
+    wants: (ctx) => ctx.method === 'POST' && mayNameEventStream(ctx.get('Accept')) && ctx.accepts(...ANSWER_TYPES) === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller, verdict) {
       // Refused by the gate: answered at once, taking no place (graphql-sse would first ask for a

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, parseKey } from '../../src/config.js';
@@ -145,6 +146,30 @@ describe('where the key comes from', () => {
     if (process.platform !== 'win32') expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(parseKey(file, await readFile(file, 'utf8'))).toHaveLength(32);
     expect((await loadKeyring({ dataDir })).hexIds).toEqual(first.hexIds);
+  });
+
+  test('a later start writes nothing in DATA_DIR (no candidate key made and unlinked), and none leaves a file beside the key', async () => {
+    const dataDir = join(dir, 'data');
+    const first = await embeddedKey(dataDir);
+    expect(await readdir(dataDir)).toEqual([KEY_FILE]);
+    // What is created or removed in DATA_DIR during a second start, in order: a marker written after
+    // it ends the list (inotify reports one directory's changes in the order they happened).
+    const changed: string[] = [];
+    const watcher = watch(dataDir);
+    const marked = new Promise<void>((resolve) =>
+      watcher.on('change', (_type, name) => {
+        if (name === 'marker') resolve();
+        else changed.push(String(name));
+      }),
+    );
+    try {
+      expect((await embeddedKey(dataDir)).equals(first)).toBe(true);
+      await writeFile(join(dataDir, 'marker'), '');
+      await marked;
+    } finally {
+      watcher.close();
+    }
+    expect(changed).toEqual([]);
   });
 
   test('processes starting at once on a new DATA_DIR read one key, never a file half written', async () => {

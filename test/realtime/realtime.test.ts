@@ -212,6 +212,24 @@ describe('graphql-sse', () => {
     });
     expect(response.status).toBe(401);
   });
+
+  it('streams whenever the Accept header prefers an event stream, by a wildcard too', async () => {
+    // */* with the JSON types given a lower quality: the event stream is the client's preference.
+    for (const accept of ['application/*;q=0, */*', 'application/json;q=0.1, application/graphql-response+json;q=0.1, */*;q=0.5', 'TEXT/*']) {
+      const aborted = new AbortController();
+      const response = await fetch(`${svc.url}/graphql`, {
+        method: 'POST',
+        headers: { Accept: accept, 'Content-Type': 'application/json', ...bearer(svc.adminToken) },
+        body: JSON.stringify({ query: USER_EVENTS }),
+        signal: aborted.signal,
+      });
+      expect([accept, response.status, response.headers.get('content-type')]).toEqual([accept, 200, expect.stringMatching(/^text\/event-stream/)]);
+      aborted.abort();
+    }
+    // A bare */* is answered in JSON: a subscription there is a 400 naming the transports.
+    const plain = await svc.graphql(USER_EVENTS, undefined, { headers: { Accept: '*/*' } });
+    expect(plain.status).toBe(400);
+  });
 });
 
 describe('sockets follow their token', () => {
