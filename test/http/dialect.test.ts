@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { rawExchange } from '../support/raw-http.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 
 /**
@@ -104,18 +105,10 @@ describe('lists: a bare array, X-Total-Count and Link', () => {
     const res = await svc.request('GET', `/user/?${query}`);
     expect(res.headers.get('link')).toContain(`</user/?${query.replaceAll("'", '%27')}&page=2>; rel="next"`);
     // A raw '>' or '"' in the request line (Node lets them through) cannot close the target early.
-    const { hostname, port } = new URL(svc.url);
-    const net = await import('node:net');
-    const answer = await new Promise<string>((resolve) => {
-      const socket = net.connect(Number(port), hostname, () =>
-        socket.write(
-          `GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`,
-        ),
-      );
-      let text = '';
-      socket.on('data', (chunk) => (text += chunk));
-      socket.on('close', () => resolve(text));
-    });
+    const answer = await rawExchange(
+      svc.url,
+      `GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`,
+    );
     const link = /\r\nLink: (.*)\r\n/i.exec(answer)?.[1] ?? '';
     expect(link).toContain('x=a%3E,%3Chttp://evil.example/x%3E;rel=%22next%22');
     expect(link.match(/</g)).toHaveLength(link.match(/rel="/g)!.length);
