@@ -1,5 +1,6 @@
 import { openRaw, requestText } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { createUser } from '../support/users.js';
 
 /**
  * HTTP/1.1 on one connection (regressions of defects found by review): a GET pipelined after a
@@ -15,18 +16,12 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const newUser = async (firstName: string): Promise<number> => {
-  const created = await svc.request('POST', '/user/', { body: { firstName, lastName: 'Connections' } });
-  expect(created.status).toBe(201);
-  return created.body as number;
-};
-
 // ---------------------------------------------------------------------------------------------
 
 describe('HTTP/1.1 connection handling', () => {
   // Defect: a pipelined GET is answered in parallel with the PATCH before it (from the read cache), showing the old value.
   test('a GET pipelined after a PATCH on one socket shows what the PATCH wrote', async () => {
-    const id = await newUser('v0');
+    const id = await createUser(svc, { firstName: 'v0', lastName: 'Connections' });
     for (let i = 0; i < 2; i++) expect((await svc.request('GET', `/user/${id}`)).body.firstName).toBe('v0');
     const seen: { round: number; patch: number; get: number; firstName: unknown }[] = [];
     const conn = await openRaw(svc.url);
@@ -49,7 +44,7 @@ describe('HTTP/1.1 connection handling', () => {
 
   // Defect: a client that half-closes after a complete request gets no answer.
   test('a complete request followed by a half-close is still answered', async () => {
-    const id = await newUser('Half');
+    const id = await createUser(svc, { firstName: 'Half', lastName: 'Connections' });
     const conn = await openRaw(svc.url);
     try {
       await conn.write(requestText('GET', `/user/${id}`, { token: svc.adminToken }));
