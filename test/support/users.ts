@@ -4,7 +4,7 @@
  * it started (a TestService, or a file's own request function that checks or records every reply).
  */
 import { uniq } from './names.js';
-import type { Reply, RequestOptions } from './service.js';
+import type { Reply, RequestOptions, TestService } from './service.js';
 
 /** What sends a request: a TestService, or `{ request: call }` with a file's own `call`. */
 export interface Requester {
@@ -59,4 +59,14 @@ export async function userWithToken(
 ): Promise<{ id: number; accessToken: string; userID: number }> {
   const userID = await createUser(client);
   return { ...(await createToken(client, userID, { scope, ...fields })), userID };
+}
+
+const tokensByScope = new WeakMap<TestService, Map<string, Promise<string>>>();
+/** A live token of the service with exactly this scope string, made once per service and scope (svc.tokenWith) and shared by the tests that ask again. */
+export function tokenFor(service: TestService, scope: string): Promise<string> {
+  let tokens = tokensByScope.get(service);
+  if (!tokens) tokensByScope.set(service, (tokens = new Map()));
+  let token = tokens.get(scope);
+  if (!token) tokens.set(scope, (token = service.tokenWith(scope)));
+  return token;
 }
