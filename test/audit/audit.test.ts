@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { uniq } from '../support/names.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /**
@@ -36,7 +36,6 @@ async function lastEventId(): Promise<number> {
   const res = await svc.request('GET', '/audit/?orderBy=-id&pageSize=1');
   return res.body[0]?.id ?? 0;
 }
-const uniq = () => randomBytes(6).toString('hex');
 
 test('an event for each kind of write, with the actor, the request id and the changed fields', async () => {
   const start = await lastEventId();
@@ -45,12 +44,12 @@ test('an event for each kind of write, with the actor, the request id and the ch
   await svc.request('PUT', `/user/${user}`, { body: { firstName: 'Au', lastName: 'Dited' }, headers: rid(2) });
   await svc.request('PATCH', `/user/${user}`, { body: { status: 3 }, headers: rid(3) });
   await svc.request('PATCH', `/user/${user}/status`, { body: { status: 4 }, headers: rid(4) });
-  const app = (await svc.request('POST', '/application/', { body: { name: `audit-${uniq()}` }, headers: rid(5) })).body;
+  const app = (await svc.request('POST', '/application/', { body: { name: uniq('audit') }, headers: rid(5) })).body;
   await svc.request('POST', `/user/${user}/application/`, { body: [app], headers: rid(6) });
   await svc.request('PUT', `/user/${user}/application/${app}`, { body: { right: 5 }, headers: rid(7) });
   await svc.request('DELETE', `/user/${user}/application/`, { body: [app], headers: rid(8) });
   const reserved = (await svc.request('POST', '/apply/token/id/', { headers: rid(9) })).body;
-  const secret = `audit-secret-${uniq()}`;
+  const secret = uniq('audit-secret');
   await svc.request('POST', '/token/', { body: { id: reserved, userID: user, accessToken: secret }, headers: rid(10) });
   await svc.request('POST', '/oauth/revoke', { body: { token: secret }, headers: rid(11) });
   await svc.request('DELETE', `/user/${user}`, { headers: rid(12) });
@@ -90,7 +89,7 @@ test('an event for each kind of write, with the actor, the request id and the ch
 test('a refused or rolled-back write leaves no event; a link call creating two links appends two', async () => {
   const user = (await svc.request('POST', '/user/', { body: { firstName: 'Ro', lastName: 'Lled' } })).body;
   const apps = [];
-  for (let i = 0; i < 2; i++) apps.push((await svc.request('POST', '/application/', { body: { name: `audit-${uniq()}` } })).body);
+  for (let i = 0; i < 2; i++) apps.push((await svc.request('POST', '/application/', { body: { name: uniq('audit') } })).body);
   const start = await lastEventId();
   expect((await svc.request('PATCH', `/user/${user}`, { body: { status: 'x' } })).status).toBe(400);
   expect((await svc.request('POST', `/user/${user}/application/`, { body: [apps[0], 987654321] })).status).toBe(400); // unknown id: nothing linked
@@ -118,7 +117,7 @@ test('concurrent writes each get their own event', async () => {
 
 test('bulk revoke appends one event per token revoked', async () => {
   const user = (await svc.request('POST', '/user/', { body: { firstName: 'Bulk', lastName: 'Revoke' } })).body;
-  for (let i = 0; i < 3; i++) await svc.request('POST', '/token/', { body: { userID: user, accessToken: `bulk-${uniq()}` } });
+  for (let i = 0; i < 3; i++) await svc.request('POST', '/token/', { body: { userID: user, accessToken: uniq('bulk') } });
   const start = await lastEventId();
   expect((await svc.request('DELETE', `/token/?filter=${encodeURIComponent(`userID eq ${user}`)}`)).body).toEqual({ revoked: 3, skipped: 0 });
   const events = await eventsSince(start);
@@ -150,15 +149,15 @@ test('reading needs audit:read; GraphQL auditEvents answers the same events; the
 describe('what a delete takes with it has events of its own (SPEC §9: one per record changed)', () => {
   test('a user delete appends its own event, then a token delete per live token and an unlink per live link, secrets redacted', async () => {
     const user = (await svc.request('POST', '/user/', { body: { firstName: 'Cas', lastName: 'Cade' } })).body;
-    const secrets = [`cascade-a-${uniq()}`, `cascade-b-${uniq()}`, `cascade-gone-${uniq()}`];
+    const secrets = [uniq('cascade-a'), uniq('cascade-b'), uniq('cascade-gone')];
     const tokens: number[] = [];
     for (const accessToken of secrets) {
       tokens.push((await svc.request('POST', '/token/', { body: { userID: user, accessToken, refreshToken: `r-${accessToken}`, scope: '*' } })).body);
     }
     expect((await svc.request('DELETE', `/token/${tokens[2]}`)).status).toBe(200); // already gone: no second event
     const apps = [];
-    for (let i = 0; i < 3; i++) apps.push((await svc.request('POST', '/application/', { body: { name: `cascade-${uniq()}` } })).body);
-    const role = (await svc.request('POST', '/role/', { body: { name: `cascade-${uniq()}` } })).body;
+    for (let i = 0; i < 3; i++) apps.push((await svc.request('POST', '/application/', { body: { name: uniq('cascade') } })).body);
+    const role = (await svc.request('POST', '/role/', { body: { name: uniq('cascade') } })).body;
     expect((await svc.request('POST', `/user/${user}/application/`, { body: apps })).body).toBe(3);
     expect((await svc.request('DELETE', `/user/${user}/application/`, { body: [apps[2]] })).body).toBe(1);
     expect((await svc.request('POST', `/user/${user}/role/`, { body: [role] })).body).toBe(1);
@@ -198,8 +197,8 @@ describe('what a delete takes with it has events of its own (SPEC §9: one per r
   test('an application or role delete appends an unlink for each user it was linked to', async () => {
     const users = [];
     for (let i = 0; i < 3; i++) users.push((await svc.request('POST', '/user/', { body: { firstName: 'Linked', lastName: `User ${i}` } })).body);
-    const app = (await svc.request('POST', '/application/', { body: { name: `cascade-app-${uniq()}` } })).body;
-    const role = (await svc.request('POST', '/role/', { body: { name: `cascade-role-${uniq()}` } })).body;
+    const app = (await svc.request('POST', '/application/', { body: { name: uniq('cascade-app') } })).body;
+    const role = (await svc.request('POST', '/role/', { body: { name: uniq('cascade-role') } })).body;
     for (const user of users) {
       expect((await svc.request('POST', `/user/${user}/application/`, { body: [app] })).body).toBe(1);
       expect((await svc.request('POST', `/user/${user}/role/`, { body: [role] })).body).toBe(1);
@@ -224,7 +223,7 @@ describe('what a delete takes with it has events of its own (SPEC §9: one per r
 
   test('a user delete refused by the grant rule appends nothing', async () => {
     const user = (await svc.request('POST', '/user/', { body: { firstName: 'Kept', lastName: 'User' } })).body;
-    expect((await svc.request('POST', '/token/', { body: { userID: user, accessToken: `kept-${uniq()}`, scope: '*' } })).status).toBe(201);
+    expect((await svc.request('POST', '/token/', { body: { userID: user, accessToken: uniq('kept'), scope: '*' } })).status).toBe(201);
     const caller = await svc.tokenWith('user:write');
     const start = await lastEventId();
     expect((await svc.request('DELETE', `/user/${user}`, { token: caller })).status).toBe(403);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { uniq } from '../support/names.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /**
@@ -15,8 +15,6 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const uniq = () => randomBytes(8).toString('hex');
-
 interface Event {
   action: string;
   changes: Record<string, { before: unknown; after: unknown }>;
@@ -32,19 +30,19 @@ async function eventsOf(id: number): Promise<Event[]> {
 test('a token’s code and codeChallenge are redacted in its audit events as its secrets are; the token still reads them back', async () => {
   const userID = (await svc.request('POST', '/user/', { body: { firstName: 'Red', lastName: 'Acted' } })).body;
   const values = {
-    accessToken: `access-${uniq()}`,
-    refreshToken: `refresh-${uniq()}`,
-    code: `code-${uniq()}`,
-    codeChallenge: `challenge-${uniq()}`,
+    accessToken: uniq('access'),
+    refreshToken: uniq('refresh'),
+    code: uniq('code'),
+    codeChallenge: uniq('challenge'),
   };
   const created = await svc.request('POST', '/token/', { body: { userID, scope: 'user:read', tokenType: 'bearer', ...values } });
   expect(created.status).toBe(201);
   const id: number = created.body;
-  const later = { code: `code-${uniq()}`, codeChallenge: `challenge-${uniq()}` };
+  const later = { code: uniq('code'), codeChallenge: uniq('challenge') };
   expect((await svc.request('PATCH', `/token/${id}`, { body: later })).status).toBe(200);
-  const replaced = { code: `code-${uniq()}`, codeChallenge: null };
+  const replaced = { code: uniq('code'), codeChallenge: null };
   expect((await svc.request('PUT', `/token/${id}`, { body: { userID, accessToken: values.accessToken, scope: 'user:read', ...replaced } })).status).toBe(200);
-  const viaGraphQL = `code-${uniq()}`;
+  const viaGraphQL = uniq('code');
   const patched = await svc.graphql('mutation ($id: ID!, $code: String!) { patchToken(id: $id, input: { code: $code }) { id code } }', {
     id: String(id),
     code: viaGraphQL,

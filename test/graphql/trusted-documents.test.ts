@@ -8,8 +8,10 @@ import { promisify } from 'node:util';
 import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache } from '@apollo/client';
 import { createPersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { generatePersistedQueryIdsFromManifest } from '@apollo/persisted-query-lists';
+import { uniq } from '../support/names.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 import { bearer, wsConnect, type WsConnection } from '../support/subscriptions.js';
+import { createUser } from '../support/users.js';
 import { CREATE_APPLICATION, USER_BY_ID } from './trusted-client/src/operations.js';
 
 /**
@@ -92,12 +94,6 @@ async function untilSubscribed(svc: TestService, count: number): Promise<void> {
   }
 }
 
-/** The user the tests read, made by the admin. */
-async function newUser(svc: TestService): Promise<number> {
-  const res = await svc.request('POST', '/user/', { body: { firstName: 'Trusted', lastName: `Docs-${Math.random().toString(36).slice(2)}` } });
-  return Number(res.body);
-}
-
 describe('the client project', () => {
   test('its checked-in manifest is what @apollo/generate-persisted-query-manifest makes of it now', async () => {
     const config = join(dir, 'config.json');
@@ -124,7 +120,7 @@ describe('Apollo Client with the persisted query link and the manifest', () => {
     });
     const persisted = createPersistedQueryLink(generatePersistedQueryIdsFromManifest({ loadManifest: () => manifest }));
     const client = new ApolloClient({ link: ApolloLink.from([persisted, http]), cache: new InMemoryCache() });
-    const id = await newUser(enforce);
+    const id = await createUser(enforce, { firstName: 'Trusted', lastName: uniq('Docs') });
     const { data } = await client.query({ query: USER_BY_ID, variables: { id: String(id) } });
     expect(data).toEqual({ user: { __typename: 'User', id: String(id), firstName: 'Trusted', lastName: expect.any(String) } });
     const name = `trusted-${id}`;
@@ -154,7 +150,7 @@ describe('Apollo Client with the persisted query link and the manifest', () => {
 
 describe('enforce mode over raw HTTP', () => {
   test('a listed operation by id runs over POST and GET, by extensions.persistedQuery and by documentId', async () => {
-    const id = await newUser(enforce);
+    const id = await createUser(enforce, { firstName: 'Trusted', lastName: uniq('Docs') });
     const { id: hash } = listed('UserById');
     const variables = { id: String(id) };
     const expected = { data: { user: { __typename: 'User', id: String(id), firstName: 'Trusted', lastName: expect.any(String) } } };

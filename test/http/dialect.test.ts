@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { rawExchange } from '../support/raw-http.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
+import { createUser } from '../support/users.js';
 
 /**
  * SPEC §4–5, the original service's wire dialect on REST: bare arrays with X-Total-Count and Link,
@@ -18,12 +20,6 @@ afterAll(async () => {
 const G = `w${randomBytes(4).toString('hex')}`;
 const REPRESENTATION = { Prefer: 'return=representation' };
 
-async function createUser(body: Record<string, unknown>): Promise<number> {
-  const res = await svc.request('POST', '/user/', { body });
-  expect(res.status).toBe(201);
-  return res.body as number;
-}
-
 async function userRow(id: number) {
   const [row] = await svc.sql<Record<string, unknown>>('select first_name, last_name, status, ref, out_key, updated_at from users where id = ?', [id]);
   return row;
@@ -41,7 +37,7 @@ describe('lists: a bare array, X-Total-Count and Link', () => {
   const group = `${G}-list`;
   const ids: number[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 5; i++) ids.push(await createUser({ firstName: group, lastName: `L${i}`, status: i }));
+    for (let i = 0; i < 5; i++) ids.push(await createUser(svc, { firstName: group, lastName: `L${i}`, status: i }));
   });
   const filter = encodeURIComponent(`firstName eq '${group}'`);
 
@@ -104,18 +100,10 @@ describe('lists: a bare array, X-Total-Count and Link', () => {
     const res = await svc.request('GET', `/user/?${query}`);
     expect(res.headers.get('link')).toContain(`</user/?${query.replaceAll("'", '%27')}&page=2>; rel="next"`);
     // A raw '>' or '"' in the request line (Node lets them through) cannot close the target early.
-    const { hostname, port } = new URL(svc.url);
-    const net = await import('node:net');
-    const answer = await new Promise<string>((resolve) => {
-      const socket = net.connect(Number(port), hostname, () =>
-        socket.write(
-          `GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`,
-        ),
-      );
-      let text = '';
-      socket.on('data', (chunk) => (text += chunk));
-      socket.on('close', () => resolve(text));
-    });
+    const answer = await rawExchange(
+      svc.url,
+      `GET /user/?pageSize=1&x=a>,<http://evil.example/x>;rel="next" HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`,
+    );
     const link = /\r\nLink: (.*)\r\n/i.exec(answer)?.[1] ?? '';
     expect(link).toContain('x=a%3E,%3Chttp://evil.example/x%3E;rel=%22next%22');
     expect(link.match(/</g)).toHaveLength(link.match(/rel="/g)!.length);
@@ -139,7 +127,7 @@ describe('filter: the expression form and the JSON form', () => {
       ['cy', 'Smith', 3],
       ['di', 'x', 0],
     ] as const) {
-      byName[name] = await createUser({ firstName: group, lastName, status, outKey: name === 'di' ? null : name });
+      byName[name] = await createUser(svc, { firstName: group, lastName, status, outKey: name === 'di' ? null : name });
     }
   });
   const ids = async (filterText: string) => {
@@ -228,7 +216,7 @@ describe('writes answer the original shapes; Prefer: return=representation the r
   });
 
   test('PUT, PATCH and status answer 1 (the user with Prefer), also when nothing changed', async () => {
-    const id = await createUser({ firstName: G, lastName: 'Writes' });
+    const id = await createUser(svc, { firstName: G, lastName: 'Writes' });
     const put = await svc.request('PUT', `/user/${id}`, { body: { firstName: G, lastName: 'Put', status: 4 } });
     expect([put.status, put.body]).toEqual([200, 1]);
     const before = await userRow(id);
@@ -249,7 +237,7 @@ describe('writes answer the original shapes; Prefer: return=representation the r
   });
 
   test('an absent or deleted record is a 404, never 0', async () => {
-    const id = await createUser({ firstName: G, lastName: 'Gone' });
+    const id = await createUser(svc, { firstName: G, lastName: 'Gone' });
     const del = await svc.request('DELETE', `/user/${id}`);
     expect([del.status, del.body]).toEqual([200, 1]);
     expect((await svc.request('DELETE', `/user/${id}`)).status).toBe(404);
@@ -309,7 +297,7 @@ describe('apply, then create with that id', () => {
     expect(put.status).toBe(201);
     expect(put.body).toBe(1); // an update's answer, though it created (SPEC §4)
     expect(put.headers.get('location')).toBe(`/user/${userId}`);
-    const owner = await createUser({ firstName: G, lastName: 'Owner' });
+    const owner = await createUser(svc, { firstName: G, lastName: 'Owner' });
     const token = await svc.request('POST', '/token/', {
       body: { id: tokenId, userID: owner, accessToken: `wire-${randomBytes(8).toString('hex')}` },
       headers: REPRESENTATION,
@@ -321,7 +309,7 @@ describe('apply, then create with that id', () => {
 
 describe('PATCH with Attrs, as the original read it', () => {
   test('names trimmed and in any case; read-only names skipped; a named field missing from the body gets its default', async () => {
-    const id = await createUser({ firstName: G, lastName: 'Attrs', status: 5, ref: 9, outKey: 'k' });
+    const id = await createUser(svc, { firstName: G, lastName: 'Attrs', status: 5, ref: 9, outKey: 'k' });
     const res = await svc.request('PATCH', `/user/${id}`, {
       body: { lastName: 'New', firstName: 'ignored: not named' },
       headers: { Attrs: ' LastName ,status,  OUTKEY, id, CreatedAt, password, rememberToken, version ' },
@@ -331,20 +319,20 @@ describe('PATCH with Attrs, as the original read it', () => {
   });
 
   test('an Attrs header naming nothing (only commas) is no Attrs: the body fields change', async () => {
-    const id = await createUser({ firstName: G, lastName: 'Commas', status: 3 });
+    const id = await createUser(svc, { firstName: G, lastName: 'Commas', status: 3 });
     expect((await svc.request('PATCH', `/user/${id}`, { body: { lastName: 'Changed' }, headers: { Attrs: ' , ,' } })).body).toBe(1);
     expect(await userRow(id)).toMatchObject({ last_name: 'Changed', status: 3 });
   });
 
   test('an unknown name is a 400 naming Attrs and changes nothing', async () => {
-    const id = await createUser({ firstName: G, lastName: 'Attrs2' });
+    const id = await createUser(svc, { firstName: G, lastName: 'Attrs2' });
     const before = await svc.snapshot();
     expect400(await svc.request('PATCH', `/user/${id}`, { body: { lastName: 'x' }, headers: { Attrs: 'lastName, shoeSize' } }), 'Attrs', /shoeSize/);
     expect(await svc.snapshot()).toEqual(before);
   });
 
   test("a default the field cannot take is a 400 naming the field (a token's userID)", async () => {
-    const owner = await createUser({ firstName: G, lastName: 'TokenOwner' });
+    const owner = await createUser(svc, { firstName: G, lastName: 'TokenOwner' });
     const tokenId = (await svc.request('POST', '/token/', { body: { userID: owner, accessToken: `attrs-${randomBytes(8).toString('hex')}` } })).body;
     const before = await svc.snapshot();
     expect400(await svc.request('PATCH', `/token/${tokenId}`, { body: { scope: 'x' }, headers: { Attrs: 'scope, userID' } }), 'userID', /default/);
@@ -354,7 +342,7 @@ describe('PATCH with Attrs, as the original read it', () => {
 
 describe('links: counts, and right as a bigint', () => {
   test('link answers the links created (201), unlink the links removed (200), right any safe integer', async () => {
-    const user = await createUser({ firstName: G, lastName: 'Links' });
+    const user = await createUser(svc, { firstName: G, lastName: 'Links' });
     const apps: number[] = [];
     for (const n of [1, 2]) apps.push((await svc.request('POST', '/application/', { body: { name: `${G}-app-${n}` } })).body);
     const role = (await svc.request('POST', '/role/', { body: { name: `${G}-role` } })).body;

@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { rawRequest } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /** SPEC §8 "HTTP edges": what Node would answer itself still gets §6's JSON body and an X-Request-Id. */
@@ -10,51 +10,29 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-/** Sends raw bytes and reads until the server closes the connection (each request here makes it close); fails after `ms`. */
-function raw(text: string, ms = 15_000): Promise<string> {
-  const { hostname, port } = new URL(svc.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(text));
-    let answer = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => (answer += chunk));
-    socket.on('error', reject);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server did not close the connection within ${ms} ms; received: ${JSON.stringify(answer)}`));
-    }, ms);
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(answer);
-    });
-  });
-}
-
-function parse(answer: string) {
-  const [head, body] = answer.split('\r\n\r\n', 2);
-  return { status: Number(head.split(' ')[1]), head, body: body ? JSON.parse(body) : null };
-}
+/** The answer to raw request bytes (each request here makes the server close the connection after it). */
+const raw = (text: string) => rawRequest(svc.url, text);
 
 test('no Host header: 400 with the JSON body and an X-Request-Id', async () => {
-  const res = parse(await raw(`GET /user/ HTTP/1.1\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`));
+  const res = await raw(`GET /user/ HTTP/1.1\r\nAuthorization: Bearer ${svc.adminToken}\r\nConnection: close\r\n\r\n`);
   expect(res.status).toBe(400);
   expect(res.head).toMatch(/\r\nX-Request-Id: /i);
   expect(res.body).toMatchObject({ code: 400, error: 'BAD_REQUEST', message: expect.stringMatching(/Host/) });
 });
 
 test('two Host headers: 400 (RFC 9112 §3.2)', async () => {
-  const res = parse(await raw(`GET /healthz HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n`));
+  const res = await raw(`GET /healthz HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n`);
   expect(res.status).toBe(400);
   expect(res.body).toMatchObject({ error: 'BAD_REQUEST', message: 'send one Host header, not 2' });
 });
 
 test('HTTP/1.0 without Host is fine (Host is an HTTP/1.1 requirement)', async () => {
-  const res = parse(await raw(`GET /healthz HTTP/1.0\r\n\r\n`));
+  const res = await raw(`GET /healthz HTTP/1.0\r\n\r\n`);
   expect(res.status).toBe(200);
 });
 
 test('CONNECT gets a 405 with the JSON body, never a silent close', async () => {
-  const res = parse(await raw(`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: edge-1\r\n\r\n`));
+  const res = await raw(`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: edge-1\r\n\r\n`);
   expect(res.status).toBe(405);
   expect(res.head).toMatch(/\r\nX-Request-Id: edge-1\r\n/);
   expect(res.head).toMatch(/\r\nAllow: /);

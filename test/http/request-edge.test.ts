@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { rawExchange } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { untilLogged } from '../support/wait.js';
 
@@ -17,17 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.stop());
 
-/** Sends raw bytes on a new connection and returns everything the service wrote until it closed. */
-function exchange(raw: string): Promise<string> {
-  const { port } = new URL(svc.running.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1', () => socket.end(raw));
-    let text = '';
-    socket.on('data', (chunk) => (text += chunk.toString()));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
-}
+/** Sends raw bytes on a new connection, half-closes it, and returns everything the service wrote until it closed. */
+const exchange = (raw: string) => rawExchange(svc.url, (connection) => connection.end(raw));
 
 test('a preflight is answered 204 with the CORS headers before any check, and logged', async () => {
   const res = await svc.request('OPTIONS', `/user/${userId}`, {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
+import { rawRequest } from '../support/raw-http.js';
 import { startTestService, type RequestOptions, type Reply, type TestService } from '../support/service.js';
 import { svc, replies, call, userCount, expectError, newUser, useService } from '../support/http.js';
 
@@ -448,33 +448,16 @@ describe('no secret leaks', () => {
   });
 });
 
-/** Sends raw bytes and reads the whole answer (the server closes the connection after it). */
-async function rawRequest(head: string): Promise<{ status: number; headers: Record<string, string>; body: any }> {
-  const { port } = new URL(svc.url);
-  const text = await new Promise<string>((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1', () => socket.write(head));
-    let data = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk) => (data += chunk));
-    socket.on('end', () => resolve(data));
-    socket.on('error', reject);
-  });
-  const [headText, body] = text.split('\r\n\r\n');
-  const [statusLine, ...lines] = headText.split('\r\n');
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) };
-}
-
 describe('requests the HTTP parser refuses still get the JSON error body', () => {
   test('a header with a control character → 400 BAD_REQUEST with X-Request-Id', async () => {
-    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Client: a\u0001b\r\n\r\n`);
+    const res = await rawRequest(svc.url, `GET /user/ HTTP/1.1\r\nHost: x\r\nX-Client: a\u0001b\r\n\r\n`);
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body).toEqual({ code: 400, error: 'BAD_REQUEST', message: expect.stringMatching(/HTTP/), requestId: res.headers['x-request-id'] });
   });
 
   test('headers over 64 KiB → 431 HEADERS_TOO_LARGE with X-Request-Id', async () => {
-    const res = await rawRequest(`GET /user/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
+    const res = await rawRequest(svc.url, `GET /user/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
     expect(res.status).toBe(431);
     expect(res.body).toEqual({ code: 431, error: 'HEADERS_TOO_LARGE', message: expect.any(String), requestId: res.headers['x-request-id'] });
   });
@@ -498,7 +481,7 @@ describe('OPTIONS and repeated Authorization headers', () => {
       ['PROPFIND', '/'],
       ['TRACE', '/user/1/nope'],
     ]) {
-      const res = await rawRequest(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const res = await rawRequest(svc.url, `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       expect({ method, path, status: res.status, allow: res.headers.allow, error: res.body.error }).toEqual({
         method,
         path,
@@ -507,7 +490,7 @@ describe('OPTIONS and repeated Authorization headers', () => {
         error: 'NOT_FOUND',
       });
     }
-    const known = await rawRequest('TRACE /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const known = await rawRequest(svc.url, 'TRACE /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(known.status).toBe(405);
     expect(known.headers.allow).toBe('HEAD, GET, POST');
   });
@@ -541,12 +524,14 @@ describe('OPTIONS and repeated Authorization headers', () => {
     const two = `Authorization: Bearer ${svc.adminToken}\r\nAuthorization: Bearer other-value\r\n`;
     const body = JSON.stringify({ firstName: 'Two', lastName: 'Headers' });
     const rest = await rawRequest(
+      svc.url,
       `POST /user/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${two}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
     expect(rest.status).toBe(400);
     expect(rest.body).toEqual({ code: 400, error: 'BAD_REQUEST', message: 'send one Authorization header, not 2', requestId: rest.headers['x-request-id'] });
     const query = JSON.stringify({ query: 'mutation { createRole(input: { name: "two-headers" }) { id } }' });
     const graphql = await rawRequest(
+      svc.url,
       `POST /graphql HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${two}Content-Type: application/json\r\nContent-Length: ${query.length}\r\n\r\n${query}`,
     );
     expect(graphql.status).toBe(400);

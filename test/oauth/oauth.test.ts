@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
+import { createToken, createUser } from '../support/users.js';
 
 /**
  * SPEC §9: RFC 7662 introspection, RFC 7009 revocation, the original's GET /authorize/{applicationID}/
@@ -14,15 +15,10 @@ afterAll(async () => {
 });
 
 const value = () => `tp-${randomBytes(12).toString('hex')}`;
-async function user(lastName = 'Platform'): Promise<number> {
-  return (await svc.request('POST', '/user/', { body: { firstName: 'Ada', lastName } })).body;
-}
-async function token(userID: number, fields: Record<string, unknown> = {}): Promise<{ id: number; accessToken: string }> {
-  const accessToken = value();
-  const res = await svc.request('POST', '/token/', { body: { userID, accessToken, scope: 'user:read', tokenType: 'bearer', ...fields } });
-  expect(res.status).toBe(201);
-  return { id: res.body, accessToken };
-}
+/** A user of this file's tests, and a token of it (by default a bearer token with `user:read`). */
+const user = (lastName = 'Platform') => createUser(svc, { firstName: 'Ada', lastName });
+const token = (userID: number, fields: Record<string, unknown> = {}) =>
+  createToken(svc, userID, { accessToken: value(), scope: 'user:read', tokenType: 'bearer', ...fields });
 const form = (fields: Record<string, string>) => ({
   rawBody: new URLSearchParams(fields).toString(),
   headers: { 'Content-Type': 'application/x-www-form-urlencoded' },

@@ -1,8 +1,7 @@
-import { once } from 'node:events';
-import { connect } from 'node:net';
 import pg from 'pg';
+import { openRaw, rawExchange } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { svc, uniq, counted, cached, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
+import { svc, uniq, counted, cached, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /**
@@ -61,7 +60,7 @@ describe('cache hits and the answers they stand for', () => {
     expect((await svc.request('POST', '/oauth/revoke', { body: { token } })).status).toBe(200);
     expect((await svc.request('GET', path, { token })).status).toBe(401);
     const auth = `Authorization: Bearer ${svc.adminToken}\r\n`;
-    const exchange = (lines: string, body = '') => rawExchange(`GET ${path} HTTP/1.1\r\n${lines}Connection: close\r\n\r\n${body}`);
+    const exchange = (lines: string, body = '') => rawExchange(svc.url, `GET ${path} HTTP/1.1\r\n${lines}Connection: close\r\n\r\n${body}`);
     expect(await exchange(`Host: localhost\r\n${auth}`)).toMatch(/^HTTP\/1\.1 200/);
     expect(await exchange(`Host: localhost\r\n${auth}${auth}`)).toMatch(/^HTTP\/1\.1 400[^]*send one Authorization header, not 2/);
     expect(await exchange(`Host: localhost\r\nHost: other\r\n${auth}`)).toMatch(/^HTTP\/1\.1 400[^]*send one Host header/);
@@ -74,7 +73,7 @@ describe('cache hits and the answers they stand for', () => {
     const id = (await svc.request('POST', '/user/', { body: { firstName: 'Same', lastName: uniq('same') } })).body;
     // Content-Length: 0 sends a request to the app (its body reader looks at it), with the same answer.
     const exchange = (path: string, extra: string) =>
-      rawExchange(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\n${extra}Connection: close\r\n\r\n`);
+      rawExchange(svc.url, `GET ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\n${extra}Connection: close\r\n\r\n`);
     const strip = (answer: string) => answer.replace(/^(date|x-request-id): .*\r\n/gim, '');
     const lastLine = () => {
       const { requestId: _id, ms: _ms, time: _time, ...line } = JSON.parse(svc.logLines.filter((l) => l.includes('"msg":"request"')).at(-1)!);
@@ -107,6 +106,7 @@ describe('cache hits and the answers they stand for', () => {
     // Content-Encoding: identity sends a request to the app (only the app's body reader decodes), with the same answer.
     const exchange = (extra: string) =>
       rawExchange(
+        svc.url,
         `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\nAccept: application/json\r\n` +
           `${extra}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
@@ -166,15 +166,14 @@ describe('cache hits and the answers they stand for', () => {
     try {
       await blocker.query('begin');
       await blocker.query('lock table tokens in access exclusive mode');
-      const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
-      await new Promise((r) => socket.once('connect', r));
-      socket.write(
+      const client = await openRaw(svc.url);
+      await client.write(
         `POST /graphql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
       await waitFor('the bearer lookup to wait for the lock', () => lookupWaits(blocker));
-      socket.destroy();
-      await once(socket, 'close'); // the client has left, the lookup still waits
+      client.close();
+      await client.untilClosed('the client to leave'); // the client has left, the lookup still waits
       await blocker.query('commit');
     } finally {
       await blocker.end();

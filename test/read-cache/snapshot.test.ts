@@ -2,8 +2,9 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { startService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
+import { rawExchange } from '../support/raw-http.js';
 import { startTestService } from '../support/service.js';
-import { svc, uniq, counted, rawExchange, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
+import { svc, uniq, counted, useService, HIT_ATTEMPTS, retryPause } from '../support/read-cache.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -79,6 +80,7 @@ describe('what a cached answer is not served to', () => {
     expect((await svc.request('GET', '/role/')).status).toBe(200);
     expect((await svc.request('GET', '/role/')).status).toBe(200);
     const withText = await rawExchange(
+      svc.url,
       `GET /role/ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${svc.adminToken}\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello`,
     );
     expect(withText).toMatch(/^HTTP\/1\.1 415/);
@@ -103,9 +105,10 @@ describe('what a cached answer is not served to', () => {
     // The headers are in, the body is not, when the write commits.
     let patched = 0;
     const answer = await rawExchange(
+      svc.url,
       headers,
-      async (received) => {
-        await waitFor('100 Continue', () => received().startsWith(CONTINUE));
+      async (connection) => {
+        await waitFor('100 Continue', () => connection.text().startsWith(CONTINUE));
         patched = (await svc.request('PATCH', `/user/${id}`, { body: { firstName: 'After' } })).status;
       },
       body,
@@ -133,9 +136,10 @@ describe('what a cached answer is not served to', () => {
     const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
     let patched = 0;
     const answer = await rawExchange(
+      svc.url,
       headers,
-      async (received) => {
-        await waitFor('100 Continue', () => received().startsWith(CONTINUE));
+      async (connection) => {
+        await waitFor('100 Continue', () => connection.text().startsWith(CONTINUE));
         patched = (await svc.request('PATCH', `/user/${id}`, { body: { firstName: 'B' }, headers: { Attrs: 'firstName' } })).status;
       },
       '{}',

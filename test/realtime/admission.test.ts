@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
 import { addressKey } from '../../src/realtime/ws.js';
+import { openRaw } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { bearer, collect, sseConnect, wsConnect, wsUrl, type Closed, type WsConnection } from '../support/subscriptions.js';
 
@@ -184,19 +184,14 @@ describe('graphql-ws', () => {
     const svc = await service({ SUBSCRIPTIONS_WAITING_PER_ADDRESS: '1', SUBSCRIPTIONS_INIT_TIMEOUT_MS: '600000' });
     expect(await held(rawSocket(svc))).toBe(true);
     // A peer that upgrades, then reads and sends nothing more: it never answers a close frame.
-    const { port } = new URL(svc.url);
-    const peer = connect(Number(port), '127.0.0.1');
-    closers.push(() => peer.destroy());
-    const received: Buffer[] = [];
-    peer.on('data', (chunk: Buffer) => received.push(chunk));
-    const ended = new Promise<void>((resolve) => peer.once('close', () => resolve()));
-    peer.write(
-      `GET /graphql HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+    const peer = await openRaw(svc.url);
+    closers.push(() => peer.close());
+    await peer.write(
+      `GET /graphql HTTP/1.1\r\nHost: ${new URL(svc.url).host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
         `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n`,
     );
     // ws would wait 30 s for the answer; the service cuts the peer off well before this wait ends.
-    await within(ended, 'the service cutting the silent peer off', 15_000);
-    const bytes = Buffer.concat(received);
+    const bytes = await peer.untilClosed('the service cutting the silent peer off', 15_000);
     expect(bytes.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
     const frame = bytes.subarray(bytes.indexOf('\r\n\r\n') + 4);
     expect(frame[0]).toBe(0x88); // a close frame

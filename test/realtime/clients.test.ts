@@ -7,6 +7,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { startTestService, type TestService } from '../support/service.js';
 import { untilSubscriptions } from '../support/subscriptions.js';
+import { createUser } from '../support/users.js';
 import { within } from '../support/wait.js';
 
 /**
@@ -47,7 +48,6 @@ function first<T>(start: (take: (value: T) => void) => () => void): Promise<T> {
 const noneRunning = (operation: string) => untilSubscriptions(svc, operation, 0);
 /** A write made once a subscription of `operation` runs. */
 const onceSubscribed = (operation: string, write: () => Promise<unknown>) => untilSubscriptions(svc, operation).then(write);
-const createUser = (firstName: string) => svc.request('POST', '/user/', { body: { firstName, lastName: 'Clients' } });
 
 test('graphql-ws', async () => {
   await noneRunning('userEvents');
@@ -65,7 +65,10 @@ test('graphql-ws', async () => {
   })();
   // ------------------------------------------------------------------------------------------------
   try {
-    await Promise.all([within('the event of the write', iterated), onceSubscribed('userEvents', () => createUser('Ws'))]);
+    await Promise.all([
+      within('the event of the write', iterated),
+      onceSubscribed('userEvents', () => createUser(svc, { firstName: 'Ws', lastName: 'Clients' })),
+    ]);
   } finally {
     await client.dispose();
   }
@@ -133,7 +136,7 @@ test('Apollo Client 4 with GraphQLWsLink and a split link', async () => {
         });
       return () => subscription.unsubscribe();
     }),
-    onceSubscribed('userEvents', () => createUser('Apollo')),
+    onceSubscribed('userEvents', () => createUser(svc, { firstName: 'Apollo', lastName: 'Clients' })),
   ]);
   expect(event).toMatchObject({ action: 'CREATE', user: { firstName: 'Apollo' } });
   client.stop();
@@ -158,7 +161,7 @@ test('urql with subscriptionExchange over graphql-ws', async () => {
       }),
     ],
   });
-  const user = await createUser('Linked');
+  const user = await createUser(svc, { firstName: 'Linked', lastName: 'Clients' });
   const application = await svc.request('POST', '/application/', { body: { name: 'urql-app' } });
   await noneRunning('linkEvents');
   const [event] = await Promise.all([
@@ -168,8 +171,8 @@ test('urql with subscriptionExchange over graphql-ws', async () => {
       });
       return unsubscribe;
     }),
-    onceSubscribed('linkEvents', () => svc.request('POST', `/user/${user.body}/application`, { body: [Number(application.body)] })),
+    onceSubscribed('linkEvents', () => svc.request('POST', `/user/${user}/application`, { body: [Number(application.body)] })),
   ]);
-  expect(event).toMatchObject({ action: 'LINK', userID: String(user.body), applicationID: String(application.body), right: 0 });
+  expect(event).toMatchObject({ action: 'LINK', userID: String(user), applicationID: String(application.body), right: 0 });
   await ws.dispose();
 });

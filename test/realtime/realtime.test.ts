@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/observability/log.js';
 import { startService } from '../../src/server.js';
+import { uniq } from '../support/names.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { createUser } from '../support/users.js';
 import {
   bearer,
   collect,
@@ -48,15 +49,7 @@ function connect(params: Record<string, unknown> | null = bearer(svc.adminToken)
   return connection;
 }
 
-const uniqueToken = (prefix: string) => `${prefix}-${randomBytes(8).toString('hex')}`;
-
 const USER_EVENTS = 'subscription ($id: ID, $after: ID) { userEvents(id: $id, after: $after) { eventID action id at user { id firstName lastName } } }';
-
-async function createUser(firstName: string, lastName = 'Realtime'): Promise<number> {
-  const created = await svc.request('POST', '/user/', { body: { firstName, lastName } });
-  expect(created.status).toBe(201);
-  return Number(created.body);
-}
 
 /** The audit events of a user, as the database holds them. */
 const auditOf = (userID: number) =>
@@ -108,7 +101,7 @@ describe('graphql-ws', () => {
     const ws = connect();
     await within('the connection', ws.opened);
     const sub = collect(ws.client, USER_EVENTS, { after: await newestEventId(svc) });
-    const id = await createUser('Ada');
+    const id = await createUser(svc, { firstName: 'Ada', lastName: 'Realtime' });
     const patched = await svc.graphql('mutation ($id: ID!) { patchUser(id: $id, input: { lastName: "Lovelace" }) { id } }', { id: String(id) });
     expect(patched.body.errors).toBeUndefined();
     const [created, patch] = await sub.atLeast(2);
@@ -127,7 +120,7 @@ describe('graphql-ws', () => {
   it('sends nothing for a write that fails', async () => {
     const ws = connect();
     await within('the connection', ws.opened);
-    const id = await createUser('Grace');
+    const id = await createUser(svc, { firstName: 'Grace', lastName: 'Realtime' });
     const sub = collect(ws.client, USER_EVENTS, { id: String(id), after: await newestEventId(svc) });
     const refused = await svc.request('PATCH', `/user/${id}`, { body: { firstName: 42 } });
     expect(refused.status).toBe(400);
@@ -197,7 +190,7 @@ describe('graphql-sse', () => {
   it('streams the same events over Server-Sent Events', async () => {
     const client = sseConnect(svc.url, svc.adminToken);
     const sub = collect(client, USER_EVENTS, { after: await newestEventId(svc) });
-    const id = await createUser('Edsger');
+    const id = await createUser(svc, { firstName: 'Edsger', lastName: 'Realtime' });
     const [event] = await sub.atLeast(1);
     expect(event.data.userEvents).toMatchObject({ action: 'CREATE', id: String(id), user: { firstName: 'Edsger' } });
     sub.stop();
@@ -278,7 +271,7 @@ describe('sockets follow their token', () => {
     // The first expiry passes (by the database's clock, which the service's timers share) and the
     // socket still serves: a write made after it reaches the subscription on it.
     await waitFor('the token’s first expiry to pass', async () => (await databaseNow()) > expireAt + 100, 20_000);
-    const id = await createUser('Still');
+    const id = await createUser(svc, { firstName: 'Still', lastName: 'Realtime' });
     const [event] = await sub.atLeast(1);
     expect(event.data.userEvents).toMatchObject({ action: 'CREATE', id: String(id) });
     expect(sub.results).toHaveLength(1);
@@ -313,7 +306,7 @@ describe('operations', () => {
     await within('the refusal', refused.ended);
     expect((refused.results[0]?.errors ?? refused.error)[0].extensions.code).toBe('FORBIDDEN');
     const sub = collect(ws.client, query, { userID: mine.user_id, after: await newestEventId(svc) });
-    const createOwn = () => svc.request('POST', '/token/', { body: { userID: Number(mine.user_id), accessToken: uniqueToken('own'), scope: 'user:read' } });
+    const createOwn = () => svc.request('POST', '/token/', { body: { userID: Number(mine.user_id), accessToken: uniq('own'), scope: 'user:read' } });
     const created = await createOwn();
     expect(created.status).toBe(201);
     await svc.tokenWith('user:read'); // another user's token: not streamed
@@ -330,7 +323,7 @@ describe('operations', () => {
   it('linkEvents: links made, rights changed and links removed', async () => {
     const ws = connect();
     await within('the connection', ws.opened);
-    const id = await createUser('Barbara');
+    const id = await createUser(svc, { firstName: 'Barbara', lastName: 'Realtime' });
     const app = await svc.graphql('mutation { createApplication(input: { name: "realtime-app" }) { id } }');
     const applicationID = app.body.data.createApplication.id;
     const sub = collect(
@@ -370,7 +363,7 @@ describe('operations', () => {
   });
 
   it('resumes after an eventID: the later events from the audit log, then live ones, none missed or twice, with writes racing', async () => {
-    const id = await createUser('Alan');
+    const id = await createUser(svc, { firstName: 'Alan', lastName: 'Realtime' });
     for (let i = 0; i < 5; i++) await svc.request('PATCH', `/user/${id}`, { body: { lastName: `Before ${i}` } });
     const [first] = await auditOf(id);
     const ws = connect();
@@ -393,7 +386,7 @@ describe('operations', () => {
   });
 
   it('refuses a resume of more than 1,000 events (BAD_USER_INPUT: read again)', async () => {
-    const id = await createUser('Many');
+    const id = await createUser(svc, { firstName: 'Many', lastName: 'Realtime' });
     await svc.sql(`insert into audit_events (action, resource, record_id, changes) select 'patch', 'user', ?, '{}'::jsonb from generate_series(1, 1001)`, [id]);
     const ws = connect();
     await within('the connection', ws.opened);
@@ -461,7 +454,7 @@ describe('a delete’s cascade', () => {
   };
 
   it('a user delete streams a token DELETE per token and a link UNLINK per link it takes, with the audit log’s event ids', async () => {
-    const id = await createUser('Cascade');
+    const id = await createUser(svc, { firstName: 'Cascade', lastName: 'Realtime' });
     const tokens: number[] = [];
     for (const scope of ['*', 'user:read']) {
       const created = await svc.request('POST', '/token/', { body: { userID: id, accessToken: `cascade-${Date.now()}-${Math.random()}`, scope } });
@@ -495,7 +488,7 @@ describe('a delete’s cascade', () => {
   });
 
   it('an application or role delete streams an UNLINK to each linked user’s linkEvents', async () => {
-    const id = await createUser('Linked');
+    const id = await createUser(svc, { firstName: 'Linked', lastName: 'Realtime' });
     const app = await named('/application/', 'doomed-app');
     const role = await named('/role/', 'doomed-role');
     expect((await svc.request('POST', `/user/${id}/application`, { body: [app] })).status).toBe(201);
@@ -611,7 +604,7 @@ describe('an instance’s limits and stop', () => {
   it('holds an event behind a lower id still in flight, then sends both in id order; a rolled-back one holds nothing for long', async () => {
     const ws = connect();
     await within('the connection', ws.opened);
-    const id = await createUser('Ordered');
+    const id = await createUser(svc, { firstName: 'Ordered', lastName: 'Realtime' });
     const sub = collect(ws.client, USER_EVENTS, { id: String(id), after: await newestEventId(svc) });
     const slow = new pg.Client({ connectionString: svc.config.databaseUrl });
     await slow.connect();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
 import { liveCounts } from '../support/live-counts.js';
 import { ISO } from '../support/contracts.js';
+import { createToken, createUser } from '../support/users.js';
 
 /**
  * SPEC §9, restore and deleted reads, on both protocols: POST /{resource}/{id}/restore and the
@@ -33,8 +34,9 @@ async function destroy(path: string): Promise<void> {
   expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: 1 });
 }
 
-const newUser = (lastName = uniq('user')) => create('/user/', { firstName: G, lastName });
-const newToken = (userID: number, extra: Record<string, unknown> = {}) => create('/token/', { userID, accessToken: uniq('token'), ...extra });
+/** A user of this file's group, and the id of a new token of one. */
+const newUser = (lastName = uniq('user')) => createUser(svc, { firstName: G, lastName });
+const newToken = async (userID: number, fields: Record<string, unknown> = {}) => (await createToken(svc, userID, { accessToken: uniq('token'), ...fields })).id;
 
 function expectError(res: Reply, status: number, error: string, message?: RegExp): void {
   expect({ status: res.status, code: res.body?.code, error: res.body?.error }).toEqual({ status, code: status, error });

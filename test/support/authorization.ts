@@ -17,6 +17,7 @@ import { scopeVocabulary } from '../../src/module/registry.js';
 import { MODULES } from '../../src/modules.js';
 import { createServices } from '../../src/services.js';
 import { uniq } from './names.js';
+import { tokenFor } from './users.js';
 import type { Reply, RequestOptions, TestService } from './service.js';
 
 export { uniq };
@@ -275,15 +276,7 @@ export async function makeFixture(svc: TestService, { deleted = false } = {}): P
   return { ids, deleted: gone, tokenValue, owner };
 }
 
-const tokenCaches = new WeakMap<TestService, Map<string, Promise<string>>>();
-/** A live token of the service with exactly this scope string (one per service and distinct scope). */
-export function tokenFor(svc: TestService, scope: string): Promise<string> {
-  let cache = tokenCaches.get(svc);
-  if (!cache) tokenCaches.set(svc, (cache = new Map()));
-  let token = cache.get(scope);
-  if (!token) cache.set(scope, (token = svc.tokenWith(scope)));
-  return token;
-}
+export { tokenFor };
 
 export async function tokenRow(svc: TestService, accessToken: string): Promise<{ id: number; userId: number }> {
   const [row] = await svc.sql<{ id: string; user_id: string }>('select id, user_id from tokens where access_token_hmac = ?', [svc.hmac(accessToken)]);

@@ -8,6 +8,7 @@ import { svc, useService, type Reply } from './service.js';
 
 export { svc, useService };
 import { uniq } from './names.js';
+import { tokenFor as tokenForService } from './users.js';
 export { uniq };
 
 export const PERMISSIONS: Permission[] = [
@@ -37,16 +38,8 @@ export async function admin(method: string, path: string, body?: unknown): Promi
   return res.body;
 }
 
-export const tokenCache = new Map<string, Promise<string>>();
-/** A live token with exactly this scope string (one per distinct scope). */
-export function tokenFor(scope: string): Promise<string> {
-  let token = tokenCache.get(scope);
-  if (!token) {
-    token = svc.tokenWith(scope);
-    tokenCache.set(scope, token);
-  }
-  return token;
-}
+/** A live token of this file's service with exactly this scope string (one per distinct scope). */
+export const tokenFor = (scope: string): Promise<string> => tokenForService(svc, scope);
 
 export const snapshot = () => svc.snapshot();
 

@@ -3,6 +3,7 @@
  * service per test file, every reply kept to check what must hold for all of them, the JSON error body.
  */
 import { svc, useService, type RequestOptions, type Reply } from './service.js';
+import { createUser } from './users.js';
 
 export { svc, useService };
 /** Every reply of this file, to check properties that must hold for all of them. */
@@ -32,10 +33,5 @@ export function expectError(res: Reply, status: number, error: string): void {
   expect(res.body.message.length).toBeGreaterThan(0);
 }
 
-export const newUser = async () => {
-  const res = await call('POST', '/user/', { body: { firstName: 'Http', lastName: 'Test' } });
-  expect(res.status).toBe(201);
-  expect(res.body).toEqual(expect.any(Number));
-  expect(res.headers.get('location')).toBe(`/user/${res.body}`);
-  return { id: res.body as number };
-};
+/** A user made through `call`, so that its reply is among this file's. */
+export const newUser = async () => ({ id: await createUser({ request: call }, { firstName: 'Http', lastName: 'Test' }) });

@@ -11,6 +11,7 @@ export { ISO };
 export const UNKNOWN_ID = 987654321;
 
 import { uniq as fresh } from './names.js';
+import { createUser } from './users.js';
 export { fresh };
 
 /** POST a record; the answer is 201 + Location and the new id as a bare number. */
@@ -31,7 +32,7 @@ export async function createRecord<T extends { id: number }>(path: string, body:
   return res.body;
 }
 
-export const newUser = (): Promise<number> => create('/user', { firstName: 'Linked', lastName: fresh('user') });
+export const newUser = (): Promise<number> => createUser(svc, { firstName: 'Linked', lastName: fresh('user') });
 export const newApp = (name = fresh('app')): Promise<number> => create('/application', { name });
 export const newRole = (name = fresh('role')): Promise<number> => create('/role', { name });
 

@@ -2,7 +2,6 @@
  * The helpers of the read-cache tests (test/read-cache/): a service per test file, and the
  * statements a call sends, to tell a cache hit (the bearer lookup alone) from a miss.
  */
-import { connect } from 'node:net';
 import { svc, useService } from './service.js';
 
 export { svc, useService };
@@ -40,21 +39,3 @@ export async function cached<T>(work: () => Promise<T>): Promise<{ statements: s
 }
 
 export const PAGE = `query($name: String!) { users(filter: { lastName: { eq: $name } }) { total data { id firstName applications { data { right application { id name } } } roles { data { id name } } } } }`;
-
-/**
- * One request written to the service's socket in parts: a text is written, a function is awaited
- * before the next part (it is given what has come back so far, to wait on); the raw answer.
- */
-export async function rawExchange(...parts: (string | ((received: () => string) => Promise<unknown>))[]): Promise<string> {
-  const socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
-  await new Promise((r) => socket.once('connect', r));
-  let answer = '';
-  socket.on('data', (chunk) => (answer += chunk));
-  const ended = new Promise((r) => socket.once('end', r));
-  for (const part of parts) {
-    if (typeof part === 'string') socket.write(part);
-    else await part(() => answer);
-  }
-  await ended;
-  return answer;
-}

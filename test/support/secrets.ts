@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
 import { type TestDatabase } from './service.js';
+import { createToken, createUser, type Requester } from './users.js';
 
 export const ADMIN_URL = process.env.DATABASE_URL;
 export const onEmbedded = ADMIN_URL ? test.skip : test;
@@ -87,15 +88,10 @@ export function expectAbsent(dump: Buffer[], values: string[]) {
   }
 }
 
-export async function makeUser(service: RunningService, lastName = 'Secret') {
-  const res = await call(service, 'POST', '/user/', ADMIN, { firstName: 'Key', lastName });
-  expect(res.status).toBe(201);
-  return res.body as number;
-}
+/** A service started here, as its bootstrap token calls it. */
+const asAdmin = (service: RunningService): Requester => ({ request: (method, path, options) => call(service, method, path, ADMIN, options?.body) });
 
-export async function makeToken(service: RunningService, userID: number, body: Record<string, unknown> = {}) {
-  const accessToken = `tok-${randomBytes(16).toString('hex')}`;
-  const res = await call(service, 'POST', '/token/', ADMIN, { userID, accessToken, scope: 'token:read', ...body });
-  expect(res.status).toBe(201);
-  return { id: res.body as number, accessToken: (body.accessToken as string | undefined) ?? accessToken };
-}
+export const makeUser = (service: RunningService, lastName = 'Secret') => createUser(asAdmin(service), { firstName: 'Key', lastName });
+
+export const makeToken = (service: RunningService, userID: number, body: Record<string, unknown> = {}) =>
+  createToken(asAdmin(service), userID, { accessToken: `tok-${randomBytes(16).toString('hex')}`, scope: 'token:read', ...body });

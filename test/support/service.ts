@@ -10,6 +10,7 @@ import type { AnyModule } from '../../src/module/module.js';
 import { startService, type RunningService } from '../../src/server.js';
 import { createLogger } from '../../src/observability/log.js';
 import type { SecretField } from '../../src/db/keyring.js';
+import { userWithToken } from './users.js';
 
 /**
  * Starts the real service (real Koa app over real HTTP) on a database of its own:
@@ -258,13 +259,7 @@ export async function startTestService(env: Record<string, string> = {}, options
       }
     },
     async tokenWith(scope, options = {}) {
-      const user = await service.request('POST', '/user/', { body: { firstName: 'Token', lastName: `Holder ${scope}` } });
-      const accessToken = `test-${randomBytes(16).toString('hex')}`;
-      const created = await service.request('POST', '/token/', {
-        body: { userID: user.body, accessToken, scope, expireAt: options.expireAt ?? null },
-      });
-      if (created.status !== 201) throw new Error(`could not create a token: ${created.text}`);
-      return accessToken;
+      return (await userWithToken(service, scope, { expireAt: options.expireAt ?? null })).accessToken;
     },
     async stop() {
       await running.stop();

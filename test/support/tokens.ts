@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { svc, useService, type Reply, type RequestOptions } from './service.js';
+import { createToken, createUser } from './users.js';
 
 export { svc, useService };
 export { ISO as ISO_UTC_MS } from './contracts.js';
@@ -59,8 +60,9 @@ export function expectOne(res: Reply): void {
   expect({ status: res.status, text: res.text }).toEqual({ status: 200, text: '1' });
 }
 
+/** A user made through `call`, which checks its reply carries no password. */
 export async function makeUser(lastName = 'Holder'): Promise<number> {
-  return expectCreated(await call('POST', '/user/', { body: { firstName: 'Token', lastName } }), '/user/');
+  return createUser({ request: call }, { firstName: 'Token', lastName });
 }
 
 /** The stored token as GET /token/{id} answers it. */
@@ -72,9 +74,9 @@ export async function getToken(id: number): Promise<any> {
 
 /** Creates a token (default answer: its id) and reads it back. */
 export async function makeToken(body: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<any> {
-  const userID = body.userID ?? (await makeUser());
-  const res = await call('POST', '/token/', { ...options, body: { userID, accessToken: newAccessToken(), ...body } });
-  return getToken(expectCreated(res, '/token/'));
+  const userID = (body.userID as number | undefined) ?? (await makeUser());
+  const { id } = await createToken({ request: call }, userID, { accessToken: newAccessToken(), ...body }, options);
+  return getToken(id);
 }
 
 /** Reserves a token id (POST /apply/token/id/ answers it as a bare number). */

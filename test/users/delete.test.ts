@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { uniq } from '../support/names.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { createToken, createUser } from '../support/users.js';
 
 /**
  * Deleting a user ends its tokens (docs/rest.md#users): the grant rule that guards every change of
@@ -15,22 +16,6 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const uniq = () => randomBytes(6).toString('hex');
-
-async function createUser(lastName: string): Promise<number> {
-  const res = await svc.request('POST', '/user/', { body: { firstName: 'Doomed', lastName } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-/** A token of `userID` with `scope`, made by the `*` token: its id and its value. */
-async function tokenOf(userID: number, scope: string): Promise<{ id: number; value: string }> {
-  const value = `victim-${uniq()}`;
-  const res = await svc.request('POST', '/token/', { body: { userID, accessToken: value, scope } });
-  expect(res.status).toBe(201);
-  return { id: res.body, value };
-}
-
 /** Whether a bearer value still authenticates (any valid token may read itself: GraphQL viewer). */
 async function authenticates(value: string): Promise<boolean> {
   const res = await svc.graphql('{ viewer { id } }', {}, { token: value });
@@ -42,9 +27,9 @@ const liveTokens = async (userID: number) =>
 
 describe('the grant rule on a user delete', () => {
   test('a user:write token cannot delete the owner of a "*" token: 403 naming the token and "*", nothing changed, the token still works', async () => {
-    const user = await createUser(`star-${uniq()}`);
-    const star = await tokenOf(user, '*');
-    const mine = await tokenOf(user, 'openid'); // a scope word the service does not own: anyone may end it
+    const user = await createUser(svc, { firstName: 'Doomed', lastName: uniq('star') });
+    const star = await createToken(svc, user, { scope: '*' });
+    const mine = await createToken(svc, user, { scope: 'openid' }); // a scope word the service does not own: anyone may end it
     const caller = await svc.tokenWith('user:write');
     const before = await svc.snapshot();
 
@@ -54,24 +39,24 @@ describe('the grant rule on a user delete', () => {
     expect(res.body.message).toMatch(new RegExp(`user ${user} would revoke token ${star.id} \\("\\*"\\)`));
     expect(res.body.message).not.toMatch(new RegExp(`\\b${mine.id}\\b`));
     expect(res.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="*"');
-    expect(res.text).not.toContain(star.value);
+    expect(res.text).not.toContain(star.accessToken);
 
     expect(await svc.snapshot()).toEqual(before);
     expect((await svc.request('GET', `/user/${user}`)).status).toBe(200);
     expect(await liveTokens(user)).toEqual([star.id, mine.id]);
-    expect(await authenticates(star.value)).toBe(true);
+    expect(await authenticates(star.accessToken)).toBe(true);
 
     // The `*` token's holder may: the user and both tokens go.
     expect(await svc.request('DELETE', `/user/${user}`)).toMatchObject({ status: 200, body: 1 });
     expect(await liveTokens(user)).toEqual([]);
-    expect(await authenticates(star.value)).toBe(false);
+    expect(await authenticates(star.accessToken)).toBe(false);
   });
 
   test('the 403 names every token the caller could not have granted and the scope words it lacks; once they are revoked, the delete goes through', async () => {
-    const user = await createUser(`mixed-${uniq()}`);
-    const audit = await tokenOf(user, 'audit:read openid');
-    const reader = await tokenOf(user, 'token:read');
-    const users = await tokenOf(user, 'user:*');
+    const user = await createUser(svc, { firstName: 'Doomed', lastName: uniq('mixed') });
+    const audit = await createToken(svc, user, { scope: 'audit:read openid' });
+    const reader = await createToken(svc, user, { scope: 'token:read' });
+    const users = await createToken(svc, user, { scope: 'user:*' });
     const caller = await svc.tokenWith('user:write token:*');
 
     const res = await svc.request('DELETE', `/user/${user}`, { token: caller });
@@ -92,17 +77,17 @@ describe('the grant rule on a user delete', () => {
     const caller = await svc.tokenWith('user:write token:read');
     const [{ user_id: own }] = await svc.sql<{ user_id: string }>('select user_id from tokens where access_token_hmac = ?', [svc.hmac(caller)]);
     const user = Number(own);
-    await tokenOf(user, 'token:read openid profile');
+    await createToken(svc, user, { scope: 'token:read openid profile' });
     expect(await svc.request('DELETE', `/user/${user}`, { token: caller })).toMatchObject({ status: 200, body: 1 });
     expect(await liveTokens(user)).toEqual([]);
     expect(await authenticates(caller)).toBe(false);
   });
 
   test('GraphQL destroyUser gives the same FORBIDDEN, and the mutation as a whole changes nothing', async () => {
-    const user = await createUser(`gql-${uniq()}`);
-    const star = await tokenOf(user, '*');
+    const user = await createUser(svc, { firstName: 'Doomed', lastName: uniq('gql') });
+    const star = await createToken(svc, user, { scope: '*' });
     const caller = await svc.tokenWith('user:write');
-    const other = await createUser(`gql-other-${uniq()}`);
+    const other = await createUser(svc, { firstName: 'Doomed', lastName: uniq('gql-other') });
     const before = await svc.snapshot();
     const res = await svc.graphql(
       'mutation($other: ID!, $id: ID!) { a: patchUser(id: $other, input: { status: 5 }) { id } b: destroyUser(id: $id) }',
@@ -116,20 +101,20 @@ describe('the grant rule on a user delete', () => {
     expect(error.extensions).toMatchObject({ code: 'FORBIDDEN', field: 'id' });
     expect(error.message).toContain(`would revoke token ${star.id} ("*")`);
     expect(error.message).toContain('a token holding "*" may delete the user');
-    expect(res.text).not.toContain(star.value);
+    expect(res.text).not.toContain(star.accessToken);
     expect(await svc.snapshot()).toEqual(before);
-    expect(await authenticates(star.value)).toBe(true);
+    expect(await authenticates(star.accessToken)).toBe(true);
   });
 
   test('the statements of a delete do not grow with the tokens and links it takes', async () => {
     const statementsOfDelete = async (tokens: number, links: number, caller: string) => {
-      const user = await createUser(`count-${uniq()}`);
+      const user = await createUser(svc, { firstName: 'Doomed', lastName: uniq('count') });
       await svc.insertTokens(
         user,
-        Array.from({ length: tokens }, () => `bulk-${uniq()}`),
+        Array.from({ length: tokens }, () => uniq('bulk')),
       );
       const apps: number[] = [];
-      for (let i = 0; i < links; i++) apps.push((await svc.request('POST', '/application/', { body: { name: `count-${uniq()}` } })).body);
+      for (let i = 0; i < links; i++) apps.push((await svc.request('POST', '/application/', { body: { name: uniq('count') } })).body);
       if (apps.length) expect((await svc.request('POST', `/user/${user}/application/`, { body: apps })).body).toBe(links);
       svc.queries.length = 0;
       expect(await svc.request('DELETE', `/user/${user}`, { token: caller })).toMatchObject({ status: 200, body: 1 });
@@ -149,10 +134,10 @@ describe('the grant rule on a user delete', () => {
 
 describe('restoring a user brings back the user alone', () => {
   test('its tokens and links stay deleted, one restore event is appended, and user:write suffices (no token comes back)', async () => {
-    const user = await createUser(`restore-${uniq()}`);
-    const star = await tokenOf(user, '*');
-    const app = (await svc.request('POST', '/application/', { body: { name: `restore-${uniq()}` } })).body;
-    const role = (await svc.request('POST', '/role/', { body: { name: `restore-${uniq()}` } })).body;
+    const user = await createUser(svc, { firstName: 'Doomed', lastName: uniq('restore') });
+    const star = await createToken(svc, user, { scope: '*' });
+    const app = (await svc.request('POST', '/application/', { body: { name: uniq('restore') } })).body;
+    const role = (await svc.request('POST', '/role/', { body: { name: uniq('restore') } })).body;
     expect((await svc.request('POST', `/user/${user}/application/`, { body: [app] })).body).toBe(1);
     expect((await svc.request('POST', `/user/${user}/role/`, { body: [role] })).body).toBe(1);
     expect((await svc.request('DELETE', `/user/${user}`)).status).toBe(200);
@@ -167,7 +152,7 @@ describe('restoring a user brings back the user alone', () => {
 
     expect((await svc.request('GET', `/user/${user}`)).status).toBe(200);
     expect(await liveTokens(user)).toEqual([]);
-    expect(await authenticates(star.value)).toBe(false);
+    expect(await authenticates(star.accessToken)).toBe(false);
     expect((await svc.request('GET', `/user/${user}/application/`)).body).toEqual([]);
     expect((await svc.request('GET', `/user/${user}/role/`)).body).toEqual([]);
     const links = await svc.sql(

@@ -1,5 +1,6 @@
 import { startTestService, type TestService } from '../support/service.js';
 import { ISO, recordOf } from '../support/contracts.js';
+import { createUser } from '../support/users.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -12,15 +13,6 @@ afterAll(async () => {
 const ada = { firstName: 'Ada', lastName: 'Lovelace', ref: 7, outKey: 'ada-1', status: 1 };
 
 const REPRESENTATION = { Prefer: 'return=representation' };
-
-/** POST /user/ in the default dialect: 201, Location, the new id as a bare number. */
-async function createUser(body: Record<string, unknown> = ada): Promise<number> {
-  const res = await svc.request('POST', '/user/', { body });
-  expect(res.status).toBe(201);
-  expect(typeof res.body).toBe('number');
-  expect(res.headers.get('location')).toBe(`/user/${res.body}`);
-  return res.body as number;
-}
 
 /** POST /user/ with Prefer: return=representation: the created record. */
 async function createUserRecord(body: Record<string, unknown> = ada) {
@@ -97,7 +89,7 @@ describe('POST /user/', () => {
 
   test('lengths count characters, as PostgreSQL does: 255 emoji fit in a 255-character field, 256 do not', async () => {
     const fits = '😀'.repeat(255);
-    const id = await createUser({ firstName: fits, lastName: 'é'.repeat(255) });
+    const id = await createUser(svc, { firstName: fits, lastName: 'é'.repeat(255) });
     expect((await getUser(id)).firstName).toBe(fits);
     const [row] = await svc.sql<{ n: number }>('select char_length(first_name) as n from users where id = ?', [id]);
     expect(Number(row.n)).toBe(255);
@@ -134,7 +126,7 @@ describe('POST /user/ with an id in the body', () => {
   });
 
   test('the id of a deleted user is a 409 and nothing is created or revived', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     expect((await svc.request('DELETE', `/user/${id}`)).status).toBe(200);
     const before = await svc.snapshot({ sequences: false });
     const res = await svc.request('POST', '/user/', { body: { ...ada, id } });
@@ -270,7 +262,7 @@ describe('apply id, then PUT', () => {
 
   test('ids are never handed out twice, by apply or create', async () => {
     const a = await svc.request('POST', '/apply/user/id/', { body: { anything: true } });
-    const created = await createUser();
+    const created = await createUser(svc, ada);
     const b = await svc.request('POST', '/apply/user/id/');
     expect(new Set([a.body, created, b.body]).size).toBe(3);
     expect(created).toBeGreaterThan(a.body);
@@ -280,7 +272,7 @@ describe('apply id, then PUT', () => {
 
 describe('PATCH /user/{id}', () => {
   test('with Attrs changes only the named fields', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const res = await svc.request('PATCH', `/user/${id}`, {
       body: { lastName: 'Byron', firstName: 'ignored', status: 9 },
       headers: { attrs: 'lastName' },
@@ -291,7 +283,7 @@ describe('PATCH /user/{id}', () => {
   });
 
   test('Attrs names are trimmed and case-insensitive; a named field missing from the body gets its default', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const res = await svc.request('PATCH', `/user/${id}`, {
       body: { lastName: 'Byron' },
       headers: { Attrs: ' LastName ,status,OUTKEY ' },
@@ -315,7 +307,7 @@ describe('PATCH /user/{id}', () => {
   });
 
   test('without Attrs changes the fields present in the body', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const res = await svc.request('PATCH', `/user/${id}`, { body: { status: 3, outKey: null } });
     expect(res.status).toBe(200);
     expect(res.body).toBe(1);
@@ -332,7 +324,7 @@ describe('PATCH /user/{id}', () => {
   });
 
   test('an unknown name in Attrs is a 400 and changes nothing', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const before = await getUser(id);
     const res = await svc.request('PATCH', `/user/${id}`, {
       body: { lastName: 'X', nickname: 'p' },
@@ -346,7 +338,7 @@ describe('PATCH /user/{id}', () => {
 
 describe('status', () => {
   test.each(['PATCH', 'PUT'])('%s /user/{id}/status/ sets the status', async (method) => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const res = await svc.request(method, `/user/${id}/status/`, { body: { status: 42 } });
     expect(res.status).toBe(200);
     expect(res.body).toBe(1);
@@ -366,7 +358,7 @@ describe('status', () => {
 
 describe('DELETE /user/{id}', () => {
   test('soft-deletes: 200 with body 1, gone from reads and lists, row kept, second delete 404', async () => {
-    const id = await createUser({ ...ada, outKey: 'to-delete' });
+    const id = await createUser(svc, { ...ada, outKey: 'to-delete' });
     const res = await svc.request('DELETE', `/user/${id}`);
     expect(res.status).toBe(200);
     expect(res.body).toBe(1);
@@ -383,7 +375,7 @@ describe('DELETE /user/{id}', () => {
   });
 
   test("a deleted user's tokens stop authenticating", async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     const token = await svc.request('POST', '/token/', { body: { userID: id, accessToken: `t-${id}-x`, scope: 'user:read' } });
     expect(token.status).toBe(201);
     expect((await svc.request('GET', '/user/', { token: `t-${id}-x` })).status).toBe(200);
@@ -395,7 +387,7 @@ describe('DELETE /user/{id}', () => {
 
 describe('hot path', () => {
   test('authenticating a request is one query, on the unique index of live tokens', async () => {
-    const id = await createUser();
+    const id = await createUser(svc, ada);
     svc.queries.length = 0;
     const res = await svc.request('GET', `/user/${id}`);
     expect(res.status).toBe(200);

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { waitFor } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { createUser } from '../support/users.js';
 
 /**
  * Deliveries to a real receiver (SPEC §13, A delivery and Guarantees): every delivery verified with
@@ -35,18 +36,12 @@ async function hook(events: string[] = ['*'], extra: Record<string, unknown> = {
   return { id: res.body.id as number, name, secret: res.body.secret as string };
 }
 
-const createUser = async (lastName: string) => {
-  const res = await svc.request('POST', '/user/', { body: { firstName: 'Hook', lastName } });
-  expect(res.status).toBe(201);
-  return res.body as number;
-};
-
 const auditOf = async (id: number) => (await svc.request('GET', `/audit/?filter=${encodeURIComponent(`id eq ${id}`)}`)).body[0];
 
 describe('a delivery', () => {
   test('is a signed POST of {type, timestamp, data}: the audit event as GET /audit/ answers it, verified by Webhook.verify', async () => {
     const { name, secret } = await hook(['user.create']);
-    const user = await createUser('Signed');
+    const user = await createUser(svc, { firstName: 'Hook', lastName: 'Signed' });
     const [delivery] = await receiver.waitFor(name, 1);
     expect(delivery.verifiedBy).toEqual([0]);
     const event = await auditOf(Number(delivery.id));
@@ -63,7 +58,7 @@ describe('a delivery', () => {
 
   test('in event order, only the events its patterns match', async () => {
     const { name } = await hook(['user.patch', 'role.*']);
-    const user = await createUser('Ordered');
+    const user = await createUser(svc, { firstName: 'Hook', lastName: 'Ordered' });
     for (let i = 0; i < 5; i++) expect((await svc.request('PATCH', `/user/${user}`, { body: { status: i + 1 } })).status).toBe(200);
     const role = await svc.request('POST', '/role/', { body: { name: `r-${Date.now()}` } });
     expect(role.status).toBe(201);
@@ -87,8 +82,8 @@ describe('failures and retries', () => {
   test('a 500, a timeout, a connection the receiver drops and a 3xx are retried; the next event waits for the 2xx; each attempt is in the history', async () => {
     const { id, name } = await hook(['user.create']);
     receiver.script(name, { status: 500, body: 'down' }, 'hang', { status: 302, headers: { location: receiver.url('elsewhere') } });
-    const first = await createUser('Retried');
-    const second = await createUser('After');
+    const first = await createUser(svc, { firstName: 'Hook', lastName: 'Retried' });
+    const second = await createUser(svc, { firstName: 'Hook', lastName: 'After' });
     const got = await receiver.waitFor(name, 5);
     // The first event four times (500, timeout, 302 not followed, 2xx), then the second.
     expect(got.map((d) => d.json.data.recordID)).toEqual([first, first, first, first, second]);
@@ -115,7 +110,7 @@ describe('failures and retries', () => {
   test('410 Gone disables the webhook at once, with its reason and a warn line; active: true resumes with that event', async () => {
     const { id, name } = await hook(['user.create']);
     receiver.script(name, { status: 410 });
-    const first = await createUser('Gone');
+    const first = await createUser(svc, { firstName: 'Hook', lastName: 'Gone' });
     await receiver.waitFor(name, 1);
     await waitFor('the webhook disabled', async () => (await webhookOf(id)).active === false);
     const disabled = await webhookOf(id);
@@ -124,7 +119,7 @@ describe('failures and retries', () => {
     // The disable is an audited write of the service's own (no actor).
     const audit = (await svc.request('GET', `/audit/?filter=${encodeURIComponent(`resource eq webhook and recordID eq ${id} and action eq patch`)}`)).body;
     expect(audit.at(-1)).toMatchObject({ actorTokenID: null, changes: { active: { before: true, after: false } } });
-    const second = await createUser('While disabled');
+    const second = await createUser(svc, { firstName: 'Hook', lastName: 'While disabled' });
     expect((await svc.request('PATCH', `/webhook/${id}`, { body: { active: true } })).status).toBe(200);
     expect(await webhookOf(id)).toMatchObject({ active: true, disabledReason: null });
     const got = await receiver.waitFor(name, 3);
@@ -135,7 +130,7 @@ describe('failures and retries', () => {
     const { id, name } = await hook(['user.create']);
     receiver.fallback = { status: 503 };
     try {
-      const user = await createUser('Given up');
+      const user = await createUser(svc, { firstName: 'Hook', lastName: 'Given up' });
       await receiver.waitFor(name, 2);
       // The first failure a day ago, as the clock will say 24 hours later.
       await svc.sql(`update webhook_states set failing_since = now() - interval '25 hours' where webhook_id = ?`, [id]);
@@ -155,7 +150,7 @@ describe('failures and retries', () => {
   test('the answer’s body is read up to 64 KiB and recorded', async () => {
     const { id, name } = await hook(['user.create']);
     receiver.script(name, { status: 200, body: 'x'.repeat(200_000) });
-    await createUser('Big answer');
+    await createUser(svc, { firstName: 'Hook', lastName: 'Big answer' });
     await receiver.waitFor(name, 1);
     await waitFor('the history', async () => (await historyOf(id)).body.length === 1);
     const [row] = (await historyOf(id)).body;
@@ -172,7 +167,7 @@ describe('secrets', () => {
     expect(rotated.body).toMatch(/^whsec_/);
     expect(rotated.body).not.toBe(secret);
     receiver.secrets.set(name, [secret, rotated.body]);
-    await createUser('Both');
+    await createUser(svc, { firstName: 'Hook', lastName: 'Both' });
     const [both] = await receiver.waitFor(name, 1);
     expect(both.verifiedBy).toEqual([0, 1]);
     expect(both.headers['webhook-signature'].split(' ')).toHaveLength(2);
@@ -180,7 +175,7 @@ describe('secrets', () => {
     await svc.sql(`update webhook_secrets set signs_until = now() - interval '1 second' where webhook_id = ?`, [id]);
     await svc.request('PATCH', `/webhook/${id}`, { body: { description: 'reloaded' } });
     await waitFor('one signature', async () => {
-      await createUser('New only');
+      await createUser(svc, { firstName: 'Hook', lastName: 'New only' });
       const last = receiver.of(name).at(-1)!;
       return last.headers['webhook-signature'].split(' ').length === 1;
     });
@@ -191,7 +186,11 @@ describe('secrets', () => {
 describe('replay and history', () => {
   test('replay delivers again the events after `after`, in order; past the newest or more than 100,000 back is a 400', async () => {
     const { id, name } = await hook(['user.create']);
-    const users = [await createUser('R1'), await createUser('R2'), await createUser('R3')];
+    const users = [
+      await createUser(svc, { firstName: 'Hook', lastName: 'R1' }),
+      await createUser(svc, { firstName: 'Hook', lastName: 'R2' }),
+      await createUser(svc, { firstName: 'Hook', lastName: 'R3' }),
+    ];
     const first = await receiver.waitFor(name, 3);
     const after = Number(first[0].id);
     const replay = await svc.request('POST', `/webhook/${id}/replay`, { body: { after } });
@@ -212,7 +211,7 @@ describe('replay and history', () => {
     }
     // 100,000 events back: the id sequence moved on as 100,001 events would move it.
     await svc.sql(`select setval(pg_get_serial_sequence('audit_events', 'id'), (select max(id) from audit_events) + 100000)`);
-    await createUser('Far ahead');
+    await createUser(svc, { firstName: 'Hook', lastName: 'Far ahead' });
     const [{ last }] = await svc.sql<{ last: string }>('select max(id)::text as last from audit_events');
     expect((await svc.request('POST', `/webhook/${id}/replay`, { body: { after: Number(last) - 100_001 } })).status).toBe(400);
     expect((await svc.request('POST', `/webhook/${id}/replay`, { body: { after: Number(last) - 100_000 } })).status).toBe(200);
@@ -222,7 +221,7 @@ describe('replay and history', () => {
   test('the history takes the list language and pages; unknown webhook 404', async () => {
     const { id, name } = await hook(['user.create']);
     receiver.script(name, { status: 500 }, { status: 500 });
-    await createUser('H');
+    await createUser(svc, { firstName: 'Hook', lastName: 'H' });
     await receiver.waitFor(name, 3);
     await waitFor('the history', async () => (await historyOf(id)).body.length === 3);
     const failed = await historyOf(id, `?filter=${encodeURIComponent('status ge 500')}&orderBy=-attempt`);
@@ -254,8 +253,8 @@ describe('replay and history', () => {
 
   test('attempts older than WEBHOOK_LOG_DAYS are pruned', async () => {
     const { id, name } = await hook(['user.create']);
-    await createUser('Old');
-    await createUser('New');
+    await createUser(svc, { firstName: 'Hook', lastName: 'Old' });
+    await createUser(svc, { firstName: 'Hook', lastName: 'New' });
     await receiver.waitFor(name, 2);
     await waitFor('the history', async () => (await historyOf(id)).body.length === 2);
     const [oldest] = (await historyOf(id, '?orderBy=id')).body;
