@@ -73,30 +73,14 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     registers: [registry],
   });
 
-  // Each request's series, looked up once per method, route and status and kept: prom-client's
-  // `labels()` children, so a request costs a map look-up instead of hashing its labels twice.
-  // Bounded as the labels are (methods, route templates and statuses are finite; unknown paths are
-  // `unmatched`; Node's HTTP parser refuses a method it does not know).
-  const children = new Map<string, { duration: ReturnType<typeof duration.labels>; requests: ReturnType<typeof requests.labels> }>();
-  const seriesOf = (method: string, route: string, status: number) => {
-    const key = `${method} ${status} ${route}`;
-    let series = children.get(key);
-    if (!series) {
-      const labels = { method, route, status: String(status) };
-      series = { duration: duration.labels(labels), requests: requests.labels(labels) };
-      children.set(key, series);
-    }
-    return series;
-  };
-
   return {
     realtime,
     trustedDocuments: { outside: (transport, outcome) => untrusted.inc({ transport, outcome }) },
     registry,
     observe(ctx) {
-      const series = seriesOf(ctx.method, routeOf(ctx) ?? 'unmatched', ctx.status);
-      series.duration.observe(Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
-      series.requests.inc();
+      const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
+      duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
+      requests.inc(labels);
       const operation = ctx.state.graphql;
       if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });
       if (ctx.state.readCache) cacheLookups.inc({ result: ctx.state.readCache });

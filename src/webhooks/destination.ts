@@ -10,10 +10,13 @@ import ipaddr from 'ipaddr.js';
  * WEBHOOK_ALLOW_PRIVATE=true (tests, development).
  *
  * Addresses are classified by ipaddr.js; only its `unicast` range (public addresses) passes, after
- * an IPv4-mapped IPv6 address is read as the IPv4 address it carries. At delivery the check and
- * the connection use the same DNS answer (the lookup below, given to the HTTP client's connector):
- * a name that resolves to a public address for the check and to a private one a moment later for
- * the connection (DNS rebinding) cannot slip through, because there is no second resolution.
+ * an IPv4-mapped IPv6 address is read as the IPv4 address it carries. Two checks guard a
+ * delivery: before it, the URL's host and its DNS answer (a name's answer kept RECHECK_ANSWER_MS);
+ * and for every new connection, the HTTP client's connector looks the name up itself and connects
+ * only to an address it has just checked (`pinnedLookup`, src/webhooks/client.ts). So a name that
+ * resolves to a public address for one lookup and to a private one a moment later (DNS rebinding)
+ * never gets a connection to the private one; a kept-alive connection stays with the public
+ * address it was opened to, and a name that turned private is refused within RECHECK_ANSWER_MS.
  */
 
 /** Why an address is refused, or null when it is a public one. */
