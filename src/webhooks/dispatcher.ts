@@ -8,6 +8,7 @@ import type { ChangeEvent, EventSource } from '../realtime/events.js';
 import type { Keyring } from '../db/keyring.js';
 import { deliveryClient } from './client.js';
 import { Endpoint, type EndpointContext } from './endpoint.js';
+import { yielding } from './yielding.js';
 import { matches } from './patterns.js';
 import { signersOf } from './signing.js';
 import { deliveryStates, type ConfigRow } from './states.js';
@@ -106,6 +107,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     log,
     metrics: deps.metrics,
     config,
+    yielding: yielding(config.yieldMs),
     signers(row: ConfigRow): Webhook[] | null {
       try {
         return signersOf([row.secret, ...row.previous].map((sealed) => keyring.open('webhookSecret', sealed)));

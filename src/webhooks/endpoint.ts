@@ -8,6 +8,7 @@ import { checkDestination, RefusedDestination } from './destination.js';
 import { nextAttempt } from './schedule.js';
 import { signedHeaders } from './signing.js';
 import type { ConfigRow, DeliveryStates, Lease, StateRow } from './states.js';
+import type { Yielding } from './yielding.js';
 
 /**
  * One endpoint while this instance holds it (src/webhooks/dispatcher.ts claims it): its loop
@@ -37,6 +38,8 @@ export interface EndpointContext {
   signers(row: ConfigRow): Webhook[] | null;
   /** Told when the endpoint stops being held (dropped, disabled, deleted, lease lost). */
   dropped(endpoint: Endpoint): void;
+  /** Waited on before each delivery: deliveries give way to a busy instance's requests. */
+  yielding: Yielding;
 }
 
 /** What an attempt's outcome is called in the metrics. */
@@ -133,7 +136,9 @@ export class Endpoint implements Lease {
       if (this.nextAttemptAt !== null && this.nextAttemptAt > Date.now()) {
         await this.pause(this.nextAttemptAt - Date.now());
       } else if (this.pending.length > 0) {
-        await this.deliver(this.pending[0]);
+        // A busy instance's requests first (src/webhooks/yielding.ts); the event may have changed meanwhile.
+        await this.ctx.yielding.turn();
+        if (!this.dropped && this.pending.length > 0) await this.deliver(this.pending[0]);
       } else if (!(await this.read())) {
         await this.pause(this.ctx.config.pollMs);
       }
