@@ -100,7 +100,7 @@ export interface WebhookConfig {
   leaseMs: number;
   /** WEBHOOK_POLL_MS: how often an instance looks for endpoints to take and renews what it holds. */
   pollMs: number;
-  /** WEBHOOK_YIELD_MS: how long each delivery waits while the instance is busy (src/webhooks/yielding.ts); 0: never. */
+  /** WEBHOOK_YIELD_MS: how long each delivery waits while the instance is busy (src/webhooks/yielding.ts); 0 (the default): never. */
   yieldMs: number;
 }
 
@@ -139,7 +139,7 @@ function webhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
     timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 10_000),
     leaseMs: integer(env, 'WEBHOOK_LEASE_MS', 30_000, 1_000, 600_000),
     pollMs: integer(env, 'WEBHOOK_POLL_MS', 1_000, 10, 60_000),
-    yieldMs: integer(env, 'WEBHOOK_YIELD_MS', 50, 0, 1_000),
+    yieldMs: integer(env, 'WEBHOOK_YIELD_MS', 0, 0, 1_000),
   };
 }
 
