@@ -19,7 +19,7 @@ import {
   uniq,
   type Fixture,
 } from '../support/authorization.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { svc, useService } from '../support/service.js';
 
 /**
  * The authorization matrix of SPEC §2, its denials: every REST route against every kind of bad
@@ -33,13 +33,7 @@ import { startTestService, type TestService } from '../support/service.js';
  * every operation the service serves is judged, or listed below as public with the reason.
  */
 
-let svc: TestService;
-beforeAll(async () => {
-  svc = await startTestService();
-});
-afterAll(async () => {
-  await svc?.stop();
-});
+useService();
 
 /**
  * Operations the service serves without a token, by design (SPEC §1, §8): they are outside the

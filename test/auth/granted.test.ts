@@ -27,7 +27,7 @@ import {
   uniq,
   type Fixture,
 } from '../support/authorization.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, svc, useService, type TestService } from '../support/service.js';
 
 /**
  * The authorization matrix of SPEC §2, its grants: every REST route with a token holding exactly
@@ -37,13 +37,7 @@ import { startTestService, type TestService } from '../support/service.js';
  * registered beside src/modules.ts's (test/support/group/) is judged here too, with no edit.
  */
 
-let svc: TestService;
-beforeAll(async () => {
-  svc = await startTestService();
-});
-afterAll(async () => {
-  await svc?.stop();
-});
+useService();
 
 /** The records the refusals below are tried on (they must stay as they are). */
 let fixture: Fixture;

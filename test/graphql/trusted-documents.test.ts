@@ -10,7 +10,8 @@ import { createPersistedQueryLink } from '@apollo/client/link/persisted-queries'
 import { generatePersistedQueryIdsFromManifest } from '@apollo/persisted-query-lists';
 import { uniq } from '../support/names.js';
 import { startTestService, type Reply, type TestService } from '../support/service.js';
-import { bearer, wsConnect, type WsConnection } from '../support/subscriptions.js';
+import { bearer, untilSubscriptions, wsConnect, type WsConnection } from '../support/subscriptions.js';
+import { waitFor, within } from '../support/wait.js';
 import { createUser } from '../support/users.js';
 import { CREATE_APPLICATION, USER_BY_ID } from './trusted-client/src/operations.js';
 
@@ -80,18 +81,6 @@ function connect(svc: TestService, token: string): WsConnection {
   const socket = wsConnect(svc.url, bearer(token));
   sockets.push(socket);
   return socket;
-}
-
-/** Resolves once `count` roleEvents subscriptions run on the service (its /metrics says so), or fails after 10 s. */
-async function untilSubscribed(svc: TestService, count: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const text = (await svc.request('GET', '/metrics', { token: null })).text;
-    const running = Number(/realtime_subscriptions\{operation="roleEvents"\} (\d+)/.exec(text)?.[1] ?? 0);
-    if (running >= count) return;
-    if (Date.now() > deadline) throw new Error(`${running} roleEvents subscriptions run, not ${count}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('the client project', () => {
@@ -206,16 +195,20 @@ describe('enforce mode over raw HTTP', () => {
     });
     expect({ status: stream.status, type: stream.headers.get('content-type') }).toEqual({ status: 200, type: expect.stringMatching(/^text\/event-stream/) });
     const reading = stream.body!.getReader();
-    await untilSubscribed(enforce, 1);
-    const created = await enforce.request('POST', '/role/', { body: { name: `trusted-role-${Date.now()}` } });
+    await untilSubscriptions(enforce, 'roleEvents');
+    const created = await enforce.request('POST', '/role/', { body: { name: uniq('trusted-role') } });
     let text = '';
-    const deadline = Date.now() + 10_000;
-    while (!/"action":"CREATE"/.test(text) && Date.now() < deadline) {
-      const chunk = await Promise.race([reading.read(), new Promise<null>((resolve) => setTimeout(() => resolve(null), deadline - Date.now()))]);
-      if (!chunk || chunk.done) break;
-      text += new TextDecoder().decode(chunk.value);
-    }
-    controller.abort();
+    await within(
+      'the CREATE event on the stream',
+      (async () => {
+        const decoder = new TextDecoder();
+        while (!/"action":"CREATE"/.test(text)) {
+          const chunk = await reading.read();
+          if (chunk.done) break;
+          text += decoder.decode(chunk.value, { stream: true });
+        }
+      })(),
+    ).finally(() => controller.abort());
     expect(created.status).toBe(201);
     expect(text).toMatch(/"roleEvents":\{"eventID":"\d+","action":"CREATE","id":"\d+","__typename":"RoleEvent"\}/);
   });
@@ -235,8 +228,8 @@ describe('enforce mode over raw HTTP', () => {
     expect((unknown.error as { extensions: { code: string } }[])[0].extensions.code).toBe('PERSISTED_QUERY_NOT_IN_LIST');
     expect((unlisted.error as { extensions: { code: string } }[])[0].extensions.code).toBe('QUERY_NOT_IN_SAFELIST');
     // Once the three listed ones run, a role made reaches all three.
-    await untilSubscribed(enforce, 3);
-    await enforce.request('POST', '/role/', { body: { name: `ws-role-${Date.now()}` } });
+    await untilSubscriptions(enforce, 'roleEvents', 3);
+    await enforce.request('POST', '/role/', { body: { name: uniq('ws-role') } });
     for (const sub of subscriptions) {
       const [event] = await sub.atLeast(1, 10_000);
       expect(event).toEqual({ data: { roleEvents: { eventID: expect.any(String), action: 'CREATE', id: expect.any(String), __typename: 'RoleEvent' } } });
@@ -255,7 +248,7 @@ describe('enforce mode over raw HTTP', () => {
 describe('log mode (the list as a plain {hash: document} map)', () => {
   test('what is outside the list runs, and is logged (name and hash, never variables) and counted', async () => {
     const text = 'query Outside($f: UserFilter) { users(filter: $f) { total } }';
-    const secret = `secret-${Date.now()}`;
+    const secret = uniq('secret');
     const res = await post(logging, { query: text, variables: { f: { lastName: { eq: secret } } } }, logReader);
     expect({ status: res.status, data: res.body.data }).toEqual({ status: 200, data: { users: { total: 0 } } });
     const lines = logging.logLines.map((l) => JSON.parse(l));
@@ -273,7 +266,7 @@ describe('log mode (the list as a plain {hash: document} map)', () => {
     await socket.opened;
     const sub = collectPayload(socket, { query: 'subscription Watching { roleEvents { eventID } }' });
     const metrics = async () => (await logging.request('GET', '/metrics', { token: null })).text;
-    await untilSubscribed(logging, 1);
+    await untilSubscriptions(logging, 'roleEvents');
     expect(sub.error).toBeUndefined();
     sub.stop();
     expect(await metrics()).toMatch(/graphql_untrusted_operations_total\{transport="post",outcome="logged"\} [1-9]/);
@@ -312,8 +305,7 @@ function collectPayload(socket: WsConnection, payload: Record<string, unknown>) 
     ended,
     stop,
     async atLeast(count: number, ms: number) {
-      const deadline = Date.now() + ms;
-      while (results.length < count && error === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(`${count} results`, () => results.length >= count || error !== undefined, ms).catch(() => {});
       if (results.length < count) throw new Error(`expected ${count} results, got ${JSON.stringify(results)} (error: ${JSON.stringify(error)})`);
       return results;
     },
