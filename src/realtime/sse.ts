@@ -55,13 +55,6 @@ const errorResult = (reason: CloseReason): ExecutionResult => ({
 /** The types a POST /graphql may be answered in, in the order preferred when the client has none. */
 const ANSWER_TYPES = ['application/json', 'application/graphql-response+json', 'text/event-stream'];
 
-/**
- * Whether an Accept header could select text/event-stream among ANSWER_TYPES (a superset: the
- * negotiation decides). Only a range of type text or subtype event-stream, or a wildcard once the
- * JSON types are given a lower quality by a range with parameters, can.
- */
-export const mayNameEventStream = (accept: string): boolean => /text\/|\/event-stream/i.test(accept) || (accept.includes('*/*') && accept.includes(';'));
-
 export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services; hub: Hub; log: Logger }): SseEndpoint {
   const { gate, hub, log } = deps;
   const { schema } = gate;
@@ -92,12 +85,8 @@ export function sseEndpoint(deps: { gate: Gate; db: Database; services: Services
   });
 
   return {
-    // Negotiated only when the Accept header could select an event stream, every other POST
-    // skipping the negotiation's parsing: a range of type text (text/event-stream, text/*, in any
-    // case), one of subtype event-stream (*/event-stream, which the negotiation takes too), or */*
-    // with parameters (the JSON types given a lower q elsewhere in the header leave */* to the stream:
-    // `application/*;q=0, */*`). A bare */* (curl's, fetch's) selects JSON and is not negotiated.
-    wants: (ctx) => ctx.method === 'POST' && mayNameEventStream(ctx.get('Accept')) && ctx.accepts(...ANSWER_TYPES) === 'text/event-stream',
+    // The Accept header decides, as Koa's negotiation reads it (text/*, */* with the JSON types at a lower q, …).
+    wants: (ctx) => ctx.method === 'POST' && ctx.accepts(...ANSWER_TYPES) === 'text/event-stream',
     isStream: (res) => streams.has(res),
     async serve(ctx, caller, verdict) {
       // Refused by the gate: answered at once, taking no place (graphql-sse would first ask for a
