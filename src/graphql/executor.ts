@@ -1,5 +1,5 @@
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequest, type GraphQLResponse } from '@apollo/server';
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
-import type { GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
 import {
   execute,
   getNamedType,
@@ -24,13 +24,24 @@ import { AppError, asAppError } from '../errors.js';
 import { STATUS_OF } from '../http/errors.js';
 import type { Logger } from '../observability/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
-import { toGraphQLError } from './errors.js';
+import { formatErrors, toGraphQLError } from './errors.js';
 import type { Verdict } from './gate.js';
 
 /**
- * How GraphQL operations run, plugged into Apollo Server through its public gateway interface (the
- * `gateway` option: a schema and an executor). Apollo still parses, validates, runs the plugins
- * and answers; the executor runs the operation:
+ * How GraphQL operations run inside Apollo Server. Apollo still parses, runs the plugins and
+ * answers; the executor runs the operation, plugged in through one of Apollo's public hooks:
+ *
+ * - a plugin's `responseForOperation` (executionPlugin, the default): Apollo hands the operation
+ *   over before it would execute it, and answers with what the plugin returns;
+ * - the gateway interface (executorGateway, for a subgraph): Apollo's inline traces need its own
+ *   execution listeners, which only run when Apollo executes, so a subgraph keeps this route.
+ *   Its price: for every request Apollo makes a context object with accessors
+ *   (`makeGatewayGraphQLRequestContext`), which V8 places in the old generation; it holds the whole
+ *   request until the next full collection, so each request's objects were promoted and a full
+ *   collection ran every half second (GraphQL by id: ~0.7 MB promoted per young collection
+ *   against 20 KB through the plugin, docs/benchmarks.md).
+ *
+ * Either way:
  *
  * - what runs is what the gate (src/graphql/gate.ts) admitted: its document, its operation, its
  *   checked variables;
@@ -122,7 +133,7 @@ export interface ExecutorDeps {
    * persisted query registered between the gate's look-up and Apollo's): such a request is checked
    * here, as any other.
    */
-  admit(request: GatewayGraphQLRequestContext): Verdict;
+  admit(request: OperationInput): Verdict;
   /**
    * Whether Apollo's inline trace plugin may trace requests (a subgraph: src/graphql/federation.ts).
    * Apollo traces a request by wrapping every field's resolver of the schema it holds, in place
@@ -171,7 +182,19 @@ function runningOn(context: GraphQLContext, sql: Sql): GraphQLContext {
   return Object.assign(copy, { sql, loaders: new Loaders(context.services, context.caller, sql) });
 }
 
-export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
+/** What running an operation needs of a request, as Apollo's plugin hook or its gateway interface gives it. */
+export interface OperationInput {
+  context: GraphQLContext;
+  /** The request as Apollo has it: what the gate checks when the context holds no verdict. */
+  request: Pick<GraphQLRequest, 'query' | 'operationName' | 'variables' | 'extensions'> & { http?: { method: string } };
+  /** The document's text. */
+  source: string | undefined;
+  /** Apollo's schema when Apollo traces the request (its resolvers wrapped): the operation runs on graphql-js over it. */
+  traced: GraphQLSchema | null;
+}
+
+/** Runs an operation: what the gate admitted, compiled or not, on the read path or in one transaction (above). */
+export function operationRunner(deps: ExecutorDeps): (input: OperationInput) => Promise<ExecutionResult> {
   const { schema, sql, log } = deps;
   const run = async (
     document: DocumentNode,
@@ -187,13 +210,12 @@ export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
     const result = await query.query(undefined, context, variables);
     return result.errors ? { ...result, errors: asGraphQLErrors(result.errors, document.loc?.source) } : result;
   };
-  return async (request) => {
-    const context = request.context as GraphQLContext;
-    const verdict = context.admitted ?? deps.admit(request);
-    // Refused: Apollo answers the errors with a 400 (no data: status400ForVariableCoercionErrors, its default).
+  return async (input) => {
+    const { context, traced } = input;
+    const verdict = context.admitted ?? deps.admit(input);
+    // Refused: answered with a 400 (no data).
     if (verdict.kind !== 'admitted') return { errors: [...verdict.errors] };
     const { document, operation, operationName, variables } = verdict;
-    const traced = request.metrics.captureTraces === true ? request.schema : null;
     // A query reads on the read path (a replica that has replayed everything committed before the
     // request, else the primary); a mutation, and everything under it, on the primary.
     if (operation.operation === 'query' && context.reads !== context.sql) {
@@ -222,7 +244,19 @@ export function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
   };
 }
 
-/** Apollo's gateway interface over a fixed schema and the executor above. */
+/** The executor behind Apollo's gateway interface. */
+function gatewayExecutor(deps: ExecutorDeps): GatewayExecutor {
+  const run = operationRunner(deps);
+  return (request) =>
+    run({
+      context: request.context as GraphQLContext,
+      request: request.request,
+      source: request.source,
+      traced: request.metrics.captureTraces === true ? request.schema : null,
+    });
+}
+
+/** Apollo's gateway interface over a fixed schema and the executor above (a subgraph's route: see the top). */
 export function executorGateway(deps: ExecutorDeps): GatewayInterface {
   // What Apollo holds (validates against, and wraps when it traces): with traces, a copy (see `traces`).
   const apiSchema = deps.traces ? mapSchema(deps.schema, {}) : deps.schema;
@@ -236,4 +270,56 @@ export function executorGateway(deps: ExecutorDeps): GatewayInterface {
     },
     async stop() {},
   };
+}
+
+/**
+ * The executor as an Apollo plugin (the default route, see the top): `responseForOperation` runs
+ * the operation and returns Apollo its answer. Apollo answers a plugin's response as it is, so
+ * this does what Apollo does after executing: the errors are reported (`onErrors`: the gate logs
+ * the internal ones), formatted as every answer's errors are (src/graphql/errors.ts: a code, the
+ * request's id, `extensions.http` taken out), and the HTTP status an error asks for is the
+ * answer's. A result without data holds request errors (GraphQL spec §7.1.2: a variable that
+ * does not coerce, the gate's refusal): a 400, their errors without a code are BAD_USER_INPUT.
+ */
+export function executionPlugin(
+  deps: ExecutorDeps & { onErrors(errors: readonly GraphQLError[], requestId: string): void },
+): ApolloServerPlugin<GraphQLContext> {
+  const run = operationRunner(deps);
+  return {
+    requestDidStart: async () => ({
+      responseForOperation: async ({ contextValue, request, source }) =>
+        responseOf(await run({ context: contextValue, request, source, traced: null }), contextValue.requestId, deps.onErrors),
+    }),
+  };
+}
+
+const withCode = (error: GraphQLError, code: string) =>
+  new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError ?? undefined,
+    extensions: { ...error.extensions, code },
+  });
+
+/** Apollo's answer to an executed result, as executionPlugin returns it (above). */
+export function responseOf(
+  result: ExecutionResult,
+  requestId: string,
+  onErrors: (errors: readonly GraphQLError[], requestId: string) => void,
+): GraphQLResponse {
+  const http = { status: undefined as number | undefined, headers: new HeaderMap() };
+  if (!result.errors?.length) return { http, body: { kind: 'single', singleResult: result } };
+  const requestErrors = result.data === undefined;
+  const errors = requestErrors ? result.errors.map((error) => (error.extensions?.code ? error : withCode(error, 'BAD_USER_INPUT'))) : result.errors;
+  onErrors(errors, requestId);
+  for (const error of errors) {
+    const asked = error.extensions?.http as { status?: unknown; headers?: unknown } | undefined;
+    if (typeof asked?.status === 'number') http.status = asked.status;
+    // Apollo's convention: headers as a Map (anything else it ignores).
+    if (asked?.headers instanceof Map) for (const [name, value] of asked.headers as Map<string, string>) http.headers.set(name, value);
+  }
+  if (http.status === undefined && requestErrors) http.status = 400;
+  return { http, body: { kind: 'single', singleResult: { ...result, errors: formatErrors(errors, requestId) } } };
 }

@@ -21,7 +21,7 @@ import type { ReadCache } from '../read-cache/store.js';
 import { GraphQLReadCache } from './cached-read.js';
 import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
 import { formatError, httpErrorBody } from './errors.js';
-import { executorGateway } from './executor.js';
+import { executionPlugin, executorGateway, type ExecutorDeps } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
 import type { Admitted, Gate, OperationRequest, Refused, Transport, Verdict } from './gate.js';
 import { GRAPHQL_LIMITS } from './limits.js';
@@ -153,17 +153,18 @@ interface GraphQLDeps {
 /** Apollo Server over the gate: it runs what the gate admitted, with the service's executor and plugins. */
 async function startApollo({ db, log, introspection, gate, federation = false }: GraphQLDeps): Promise<ApolloServer<GraphQLContext>> {
   const schema = gate.schema;
+  const execution: ExecutorDeps = {
+    schema,
+    sql: db.sql,
+    log,
+    traces: federation,
+    admit: ({ context, request, source }) =>
+      gate.admit({ ...request, query: source }, context.caller, request.http?.method === 'GET' ? 'get' : 'post', context.requestId),
+  };
   const apollo = new ApolloServer<GraphQLContext>({
-    gateway: executorGateway({
-      schema,
-      sql: db.sql,
-      log,
-      traces: federation,
-      admit: (request) => {
-        const { caller, requestId } = request.context as GraphQLContext;
-        return gate.admit({ ...request.request, query: request.source }, caller, request.request.http?.method === 'GET' ? 'get' : 'post', requestId);
-      },
-    }),
+    // A subgraph keeps the gateway route (Apollo's inline traces need Apollo's own execution); the
+    // plugin's otherwise (src/graphql/executor.ts says why).
+    ...(federation ? { gateway: executorGateway(execution) } : { schema }),
     logger: apolloLogger(log),
     introspection,
     allowBatchedHttpRequests: false,
@@ -184,6 +185,7 @@ async function startApollo({ db, log, introspection, gate, federation = false }:
     plugins: [
       introspection ? sandboxWithFallback() : ApolloServerPluginLandingPageDisabled(),
       gate.apolloPlugin(),
+      ...(federation ? [] : [executionPlugin({ ...execution, onErrors: (errors, requestId) => gate.logInternal(errors, requestId) })]),
       // A subgraph answers Apollo's inline trace (`extensions.ftv1`) when, and only when, the router
       // asks for it (`apollo-federation-include-trace: ftv1`): Apollo's plugin decides, per request.
       // Error messages in traces are masked (a message may quote a value the client sent).
