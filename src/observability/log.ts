@@ -24,6 +24,23 @@ export type LogFormat = 'json' | 'pretty';
 
 /** How long a log line may wait in the buffer. */
 const FLUSH_MS = 200;
+/**
+ * pino's time field (`,"time":"<ISO 8601>"`), made once per millisecond: under load a dozen lines
+ * share a millisecond, and a Date and its ISO text for each was a measurable share of a request's
+ * CPU (side by side, 5–8 µs of ~160 a REST read).
+ */
+function isoTimeByMillisecond(): () => string {
+  let at = -1;
+  let text = '';
+  return () => {
+    const now = Date.now();
+    if (now !== at) {
+      at = now;
+      text = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return text;
+  };
+}
 
 /**
  * A logger at `level`. `write` receives each line instead of stderr (tests keep them to check what
@@ -47,7 +64,7 @@ export function createLogger(level: LogLevel, write?: (line: string) => void, fo
     {
       level,
       base: undefined, // no pid and hostname on every line
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeByMillisecond(),
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,
