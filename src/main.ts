@@ -11,9 +11,11 @@ import { createLogger } from './observability/log.js';
  * reads afresh at each collection. (Flags V8 reads only at start, such as `--max-semi-space-size`,
  * are given where the process starts: package.json's `start`, the Dockerfile.)
  *
- * - `--heap-growing-percent=30`: how much the old generation may grow past what survived the last
+ * - `--heap-growing-percent=25`: how much the old generation may grow past what survived the last
  *   full collection. V8's default lets it grow up to 4× under an allocation-heavy load (a GraphQL
- *   page of 50 with its links took RSS from 150 to 290 MB; with 30 %, 166 MB).
+ *   page of 50 with its links took RSS from 150 to 290 MB; with 30 %, 166 MB). 25 since young
+ *   objects are no longer pretenured (below), which kept more of them in the young generation: the
+ *   benchmark's peak RSS was 202 MB at 30, 195 at 25, 189 at 20 (GraphQL by id 4 % slower at 20).
  * - `--no-allocation-site-pretenuring`: V8 allocates straight into the old generation the objects
  *   of a code site whose objects it once saw survive a young collection, and keeps doing so. Under
  *   load the first requests run slowly (cold code, 32 at once) and the request path's sites (the
@@ -24,7 +26,7 @@ import { createLogger } from './observability/log.js';
  *   p99 −30 %; a GraphQL read unchanged; a page of 50 (whose objects do live for its ~70 ms) +5 % CPU.
  */
 const V8_FLAGS: ReadonlyArray<{ name: string; set: string }> = [
-  { name: 'heap-growing-percent', set: '--heap-growing-percent=30' },
+  { name: 'heap-growing-percent', set: '--heap-growing-percent=25' },
   { name: 'allocation-site-pretenuring', set: '--no-allocation-site-pretenuring' },
 ];
 
