@@ -384,13 +384,18 @@ export function isInternal(error: GraphQLError): boolean {
 /**
  * Errors as every transport's wire carries them, for the answers the gate gives itself (HTTP
  * refusals, WebSocket and SSE messages): formatted as Apollo formats its own (`code` always set,
- * Apollo's `extensions.http` taken out, then formatError), with the request's id.
+ * Apollo's `extensions.http` taken out, then formatError), with the request's id. An error that
+ * cannot be formatted is said as an internal one, as Apollo does, and the others as they are.
  */
 export function formatErrors(errors: readonly GraphQLError[], requestId: string): GraphQLFormattedError[] {
   return errors.map((error) => {
-    const { http: _http, ...rest } = error.extensions ?? {};
-    const formatted = formatError({ ...error.toJSON(), extensions: { ...rest, code: rest.code ?? 'INTERNAL_SERVER_ERROR' } }, error);
-    return { ...formatted, extensions: { ...formatted.extensions, requestId } };
+    try {
+      const { http: _http, ...rest } = error.extensions ?? {};
+      const formatted = formatError({ ...error.toJSON(), extensions: { ...rest, code: rest.code ?? 'INTERNAL_SERVER_ERROR' } }, error);
+      return { ...formatted, extensions: { ...formatted.extensions, requestId } };
+    } catch {
+      return { message: 'an internal error occurred', ...(error.path ? { path: error.path } : {}), extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } };
+    }
   });
 }
 

@@ -275,11 +275,13 @@ export function executorGateway(deps: ExecutorDeps): GatewayInterface {
 /**
  * The executor as an Apollo plugin (the default route, see the top): `responseForOperation` runs
  * the operation and returns Apollo its answer. Apollo answers a plugin's response as it is, so
- * this does what Apollo does after executing: the errors are reported (`onErrors`: the gate logs
- * the internal ones), formatted as every answer's errors are (src/graphql/errors.ts: a code, the
- * request's id, `extensions.http` taken out), and the HTTP status an error asks for is the
- * answer's. A result without data holds request errors (GraphQL spec §7.1.2: a variable that
- * does not coerce, the gate's refusal): a 400, their errors without a code are BAD_USER_INPUT.
+ * this does what Apollo does after executing (responseOf): the errors are reported (`onErrors`:
+ * the gate logs the internal ones), formatted as every answer's errors are (src/graphql/errors.ts:
+ * a code, INTERNAL_SERVER_ERROR when it has none, the request's id, `extensions.http` taken out),
+ * and the HTTP status an error asks for is the answer's; a result without data (request errors:
+ * the gate's refusal, a variable that does not coerce) is a 400, as Apollo's
+ * `status400ForVariableCoercionErrors` has it. An operation that throws is answered as Apollo
+ * answers one: a 500 with the error masked, and reported.
  */
 export function executionPlugin(
   deps: ExecutorDeps & { onErrors(errors: readonly GraphQLError[], requestId: string): void },
@@ -287,21 +289,28 @@ export function executionPlugin(
   const run = operationRunner(deps);
   return {
     requestDidStart: async () => ({
-      responseForOperation: async ({ contextValue, request, source }) =>
-        responseOf(await run({ context: contextValue, request, source, traced: null }), contextValue.requestId, deps.onErrors),
+      responseForOperation: async ({ contextValue, request, source }) => {
+        const { requestId } = contextValue;
+        try {
+          return responseOf(await run({ context: contextValue, request, source, traced: null }), requestId, deps.onErrors);
+        } catch (err) {
+          const error = err instanceof GraphQLError ? err : new GraphQLError((err as Error)?.message ?? 'failed', { originalError: err as Error });
+          deps.onErrors([error], requestId);
+          return { http: { status: 500, headers: new HeaderMap() }, body: { kind: 'single', singleResult: { errors: formatErrors([error], requestId) } } };
+        }
+      },
     }),
   };
 }
 
-const withCode = (error: GraphQLError, code: string) =>
-  new GraphQLError(error.message, {
-    nodes: error.nodes,
-    source: error.source,
-    positions: error.positions,
-    path: error.path,
-    originalError: error.originalError ?? undefined,
-    extensions: { ...error.extensions, code },
-  });
+/** What an error asks of the HTTP answer (Apollo's convention: `extensions.http`, a status and a Map of headers; anything else is ignored, as Apollo does). */
+function httpAsked(error: GraphQLError): { status?: number; headers?: Map<string, string> } | null {
+  const asked = error.extensions?.http as { status?: unknown; headers?: unknown } | undefined;
+  if (typeof asked !== 'object' || asked === null) return null;
+  const { status, headers } = asked;
+  if ((status !== undefined && typeof status !== 'number') || (headers !== undefined && !(headers instanceof Map))) return null;
+  return { status, headers: headers as Map<string, string> | undefined };
+}
 
 /** Apollo's answer to an executed result, as executionPlugin returns it (above). */
 export function responseOf(
@@ -310,16 +319,14 @@ export function responseOf(
   onErrors: (errors: readonly GraphQLError[], requestId: string) => void,
 ): GraphQLResponse {
   const http = { status: undefined as number | undefined, headers: new HeaderMap() };
-  if (!result.errors?.length) return { http, body: { kind: 'single', singleResult: result } };
-  const requestErrors = result.data === undefined;
-  const errors = requestErrors ? result.errors.map((error) => (error.extensions?.code ? error : withCode(error, 'BAD_USER_INPUT'))) : result.errors;
+  const { errors } = result;
+  if (!errors?.length) return { http, body: { kind: 'single', singleResult: result } };
   onErrors(errors, requestId);
   for (const error of errors) {
-    const asked = error.extensions?.http as { status?: unknown; headers?: unknown } | undefined;
-    if (typeof asked?.status === 'number') http.status = asked.status;
-    // Apollo's convention: headers as a Map (anything else it ignores).
-    if (asked?.headers instanceof Map) for (const [name, value] of asked.headers as Map<string, string>) http.headers.set(name, value);
+    const asked = httpAsked(error);
+    if (asked?.status !== undefined) http.status = asked.status;
+    for (const [name, value] of asked?.headers ?? []) http.headers.set(name, value);
   }
-  if (http.status === undefined && requestErrors) http.status = 400;
+  if (http.status === undefined && result.data === undefined) http.status = 400;
   return { http, body: { kind: 'single', singleResult: { ...result, errors: formatErrors(errors, requestId) } } };
 }

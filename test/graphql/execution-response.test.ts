@@ -1,5 +1,7 @@
-import { GraphQLError, parse, type ExecutionResult } from 'graphql';
-import { responseOf } from '../../src/graphql/executor.js';
+import { buildSchema, GraphQLError, parse, type ExecutionResult } from 'graphql';
+import type { Sql } from '../../src/db/sql.js';
+import { executionPlugin, responseOf } from '../../src/graphql/executor.js';
+import { createLogger } from '../../src/observability/log.js';
 import { AppError } from '../../src/errors.js';
 
 /**
@@ -48,22 +50,61 @@ test('an error that asks for an HTTP status and headers (extensions.http) sets t
   expect(body.errors).toEqual([{ message: 'the database is unavailable', extensions: { code: 'UNAVAILABLE', requestId: REQUEST_ID } }]);
 });
 
-test('a result without data holds request errors: 400, and those without a code are BAD_USER_INPUT, their locations kept', () => {
+test('a result without data holds request errors: 400; those with a code are said as they are, one without a code is masked as internal', () => {
+  const refused = new GraphQLError('the variables are nested more than 10 levels deep', { extensions: { code: 'BAD_USER_INPUT' } });
+  expect(answer({ errors: [refused] })).toMatchObject({
+    status: 400,
+    body: { errors: [{ message: 'the variables are nested more than 10 levels deep', extensions: { code: 'BAD_USER_INPUT', requestId: REQUEST_ID } }] },
+  });
+  // As Apollo has it: an error without a code is internal (its message may quote a value sent); it is reported, and the gate logs it.
   const document = parse('query ($id: ID!) { user(id: $id) { id } }');
-  const variable = document.definitions[0].kind === 'OperationDefinition' ? document.definitions[0].variableDefinitions![0] : undefined;
-  const coercion = new GraphQLError('Variable "$id" got invalid value {}; ID cannot represent value: {}', { nodes: variable });
-  const { status, body, reported } = answer({ errors: [coercion] });
+  const uncoded = new GraphQLError('Variable "$id" got invalid value "secret-value"', { source: document.loc!.source, positions: [7] });
+  const { status, body, reported } = answer({ errors: [uncoded] });
   expect(status).toBe(400);
-  expect(reported[0][0].extensions.code).toBe('BAD_USER_INPUT');
+  expect(reported).toEqual([[uncoded]]);
   expect(body).toEqual({
     errors: [
-      {
-        message: 'Variable "$id" got invalid value {}; ID cannot represent value: {}',
-        locations: [{ line: 1, column: 8 }],
-        extensions: { code: 'BAD_USER_INPUT', requestId: REQUEST_ID },
-      },
+      { message: 'an internal error occurred', locations: [{ line: 1, column: 8 }], extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: REQUEST_ID } },
     ],
   });
+});
+
+test('an http extension Apollo would not take (a status that is no number, headers that are no Map) is ignored', () => {
+  const odd = new GraphQLError('odd', { extensions: { code: 'BAD_REQUEST', http: { status: '418' as unknown as number } } });
+  expect(answer({ data: null, errors: [odd] }).status).toBeUndefined();
+});
+
+test('an error that cannot be formatted is said as an internal one; the others as they are', () => {
+  const broken = new GraphQLError('broken', { path: ['a'] });
+  broken.toJSON = () => {
+    throw new Error('cannot format');
+  };
+  const fine = new GraphQLError('no user 7', { path: ['b'], extensions: { code: 'NOT_FOUND' } });
+  expect(answer({ data: { a: null, b: null }, errors: [broken, fine] }).body.errors).toEqual([
+    { message: 'an internal error occurred', path: ['a'], extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: REQUEST_ID } },
+    { message: 'no user 7', path: ['b'], extensions: { code: 'NOT_FOUND', requestId: REQUEST_ID } },
+  ]);
+});
+
+test('an operation that throws is answered as Apollo answers one: 500, masked, reported', async () => {
+  const reported: (readonly GraphQLError[])[] = [];
+  const plugin = executionPlugin({
+    schema: buildSchema('type Query { a: Int }'),
+    sql: {} as Sql,
+    log: createLogger('error', () => {}),
+    admit: () => {
+      throw new Error('the gate fell over');
+    },
+    onErrors: (errors) => reported.push(errors),
+  });
+  const listener = await plugin.requestDidStart!({} as never);
+  const response = await listener!.responseForOperation!({ contextValue: { requestId: REQUEST_ID }, request: {}, source: '{ a }' } as never);
+  expect(response!.http.status).toBe(500);
+  expect(response!.body).toEqual({
+    kind: 'single',
+    singleResult: { errors: [{ message: 'an internal error occurred', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: REQUEST_ID } }] },
+  });
+  expect(reported.map((errors) => errors.map((e) => e.message))).toEqual([['the gate fell over']]);
 });
 
 test('an internal error is masked on the wire and reported as it was (the gate logs it with the request id)', () => {
