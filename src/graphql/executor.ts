@@ -39,7 +39,7 @@ import type { Verdict } from './gate.js';
  *   (`makeGatewayGraphQLRequestContext`), which V8 places in the old generation; it holds the whole
  *   request until the next full collection, so each request's objects were promoted and a full
  *   collection ran every half second (GraphQL by id: ~0.7 MB promoted per young collection
- *   against 20 KB through the plugin, docs/benchmarks.md).
+ *   against 5 KB through the plugin, docs/benchmarks.md).
  *
  * Either way:
  *
