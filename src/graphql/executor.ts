@@ -2,6 +2,7 @@ import { HeaderMap, type ApolloServerPlugin, type GraphQLRequest, type GraphQLRe
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
 import {
   execute,
+  locatedError,
   getNamedType,
   isInputObjectType,
   GraphQLError,
@@ -294,9 +295,9 @@ export function executionPlugin(
         try {
           return responseOf(await run({ context: contextValue, request, source, traced: null }), requestId, deps.onErrors);
         } catch (err) {
-          const error = err instanceof GraphQLError ? err : new GraphQLError((err as Error)?.message ?? 'failed', { originalError: err as Error });
-          deps.onErrors([error], requestId);
-          return { http: { status: 500, headers: new HeaderMap() }, body: { kind: 'single', singleResult: { errors: formatErrors([error], requestId) } } };
+          const response = responseOf({ errors: [locatedError(err, undefined)] }, requestId, deps.onErrors);
+          response.http.status = 500;
+          return response;
         }
       },
     }),

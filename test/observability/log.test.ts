@@ -1,15 +1,12 @@
-import { createLogger } from '../../src/observability/log.js';
+import { createLogger, isoTimeByMillisecond } from '../../src/observability/log.js';
 
 /** The service log's line format (src/observability/log.ts), without a service. */
 
-test('each line is one JSON object: the level by name, the time in ISO 8601 (UTC, milliseconds) when it was written, the message and the fields', async () => {
+test('each line is one JSON object: the level by name, the time in ISO 8601 (UTC, milliseconds), the message and the fields', () => {
   const lines: string[] = [];
   const log = createLogger('info', (line) => lines.push(line));
-  const before = Date.now();
   log.info('request', { requestId: 'r1', status: 200 });
-  await new Promise((resolve) => setTimeout(resolve, 5));
   log.warn('slow', { ms: 1.5 });
-  const after = Date.now();
   log.debug('not at info', {});
   expect(lines).toHaveLength(2);
   const [first, second] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -21,9 +18,16 @@ test('each line is one JSON object: the level by name, the time in ISO 8601 (UTC
     status: 200,
   });
   expect(second).toMatchObject({ level: 'warn', msg: 'slow', ms: 1.5 });
-  const times = [first.time, second.time].map((time) => Date.parse(time as string));
-  // The time is made once per millisecond: each line's is its own millisecond's, not an earlier line's.
-  expect(times[0]).toBeGreaterThanOrEqual(before);
-  expect(times[1]).toBeGreaterThan(times[0]);
-  expect(times[1]).toBeLessThanOrEqual(after);
+});
+
+test('the time field is the clock’s millisecond when the line is written, made once per millisecond and never an earlier one', () => {
+  let now = Date.UTC(2026, 10, 27, 6, 0, 0, 123);
+  const time = isoTimeByMillisecond(() => now);
+  const first = time();
+  expect(first).toBe(',"time":"2026-11-27T06:00:00.123Z"');
+  expect(time()).toBe(first); // the same millisecond: the same text
+  now += 1;
+  expect(time()).toBe(',"time":"2026-11-27T06:00:00.124Z"');
+  now += 5_000;
+  expect(time()).toBe(',"time":"2026-11-27T06:00:05.124Z"');
 });
