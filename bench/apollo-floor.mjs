@@ -1,9 +1,8 @@
 // The floor of this service's stack for GraphQL: Koa 3, koa-bodyparser, Apollo Server 5 through
 // @as-integrations/koa (what the service is built on), a small schema in SDL on graphql-js, the
 // bearer token's keyed hash (the service's own Keyring) and its lookup, and statements of the
-// service's shape: `user(id)` reads one row; `patchUser` is one statement that locks, updates and
-// inserts the audit row (answering the two fields asked for, where the service's answers every
-// column; FLOOR_AUDIT=0: the update alone, as PostGraphile's write). Nothing else:
+// service's shape: `user(id)` reads one row; `patchUser` is floor.mjs's write (answering the two
+// fields asked for, where the service's answers every column). Nothing else:
 // no request id, log line, metrics, limits, error mapping, read cache, type-graphql, graphql-jit.
 // It measures how close to PostGraphile any service on this stack can come here
 // (docs/benchmarks.md#the-floor-of-the-stack).
@@ -18,30 +17,12 @@ import { koaMiddleware } from '@as-integrations/koa';
 import { GraphQLError } from 'graphql';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { pool, tokenOf } from './floor.mjs';
-
-const audit = process.env.FLOOR_AUDIT !== '0';
+import { patchFirstName, pool, tokenOf } from './floor.mjs';
 
 const USER = {
   name: 'floor-user',
   text: `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`,
 };
-const PATCH = audit
-  ? {
-      name: 'floor-patch-audited',
-      text: `with o as (select * from users where id = $1::bigint and deleted_at is null for no key update),
-                  n as (update users t set first_name = $2::text, updated_at = now() from o
-                         where t.id = o.id and t.first_name is distinct from $2::text returning t.*),
-                  a as (insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)
-                        select $3::bigint, $4::bigint, null, 'patch', 'user', n.id,
-                               jsonb_build_object('firstName', jsonb_build_object('before', to_jsonb(o.first_name), 'after', to_jsonb(n.first_name)))
-                          from n join o on o.id = n.id)
-             select id, first_name as "firstName" from (select * from n union all select * from o where not exists (select 1 from n)) t`,
-    }
-  : {
-      name: 'floor-patch',
-      text: `update users set first_name = $2::text, updated_at = now() where id = $1::bigint and deleted_at is null returning id, first_name as "firstName"`,
-    };
 
 const typeDefs = `
   type User { id: ID! firstName: String! lastName: String! status: Int! }
@@ -54,10 +35,7 @@ const resolvers = {
     user: async (_root, { id }) => (await pool.query({ ...USER, values: [Number(id)] })).rows[0] ?? null,
   },
   Mutation: {
-    patchUser: async (_root, { id, input }, { token }) => {
-      const values = audit ? [Number(id), input.firstName, token.id, token.user_id] : [Number(id), input.firstName];
-      return (await pool.query({ ...PATCH, values })).rows[0] ?? null;
-    },
+    patchUser: (_root, { id, input }, { token }) => patchFirstName(Number(id), input.firstName, token),
   },
 };
 

@@ -1,6 +1,7 @@
 // What both floors of the stack share (koa-floor.mjs, apollo-floor.mjs): the pool and the bearer
-// token's lookup as the service makes it, its keyed hash (the service's own Keyring, from a build)
-// and one named statement.
+// token's lookup as the service makes it, its keyed hash (the service's own Keyring, from a build),
+// and the write: one statement of the service's shape that locks the user's row, updates it and
+// inserts the audit row (FLOOR_AUDIT=0: the update alone, as the anchors' writes).
 import pg from 'pg';
 import { Keyring } from '../dist/src/db/keyring.js';
 
@@ -17,4 +18,28 @@ const TOKEN = {
 export async function tokenOf(authorization) {
   const m = /^Bearer +(\S+)$/.exec(authorization ?? '');
   return m ? ((await pool.query({ ...TOKEN, values: [keyring.hash('accessToken', m[1])] })).rows[0] ?? null) : null;
+}
+
+const audit = process.env.FLOOR_AUDIT !== '0';
+const PATCH = audit
+  ? {
+      name: 'floor-patch-audited',
+      text: `with o as (select * from users where id = $1::bigint and deleted_at is null for no key update),
+                  n as (update users t set first_name = $2::text, updated_at = now() from o
+                         where t.id = o.id and t.first_name is distinct from $2::text returning t.*),
+                  a as (insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)
+                        select $3::bigint, $4::bigint, null, 'patch', 'user', n.id,
+                               jsonb_build_object('firstName', jsonb_build_object('before', to_jsonb(o.first_name), 'after', to_jsonb(n.first_name)))
+                          from n join o on o.id = n.id)
+             select id, first_name as "firstName" from (select * from n union all select * from o where not exists (select 1 from n)) t`,
+    }
+  : {
+      name: 'floor-patch',
+      text: `update users set first_name = $2::text, updated_at = now() where id = $1::bigint and deleted_at is null returning id, first_name as "firstName"`,
+    };
+
+/** Sets the first name of user `id` for `token` (a row of tokenOf); the row's id and first name, or null. */
+export async function patchFirstName(id, firstName, token) {
+  const values = audit ? [id, firstName, token.id, token.user_id] : [id, firstName];
+  return (await pool.query({ ...PATCH, values })).rows[0] ?? null;
 }

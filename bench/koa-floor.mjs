@@ -1,17 +1,20 @@
-// The floor of this service's stack for `GET /user/{id}`: Koa 3 and @koa/router (what the service
-// is built on), a pg pool with named statements, the bearer token's keyed hash (the service's own
-// Keyring) and its lookup, the user's row by id, JSON out. Nothing else: no request id, log line,
-// metrics, CORS, Host check, error mapping, presenter, read cache. It measures how close to raw
+// The floor of this service's stack for the REST paths: Koa 3 and @koa/router (what the service is
+// built on), a pg pool with named statements, the bearer token's keyed hash (the service's own
+// Keyring) and its lookup; `GET /user/{id}` reads the user's row by id, JSON out; `PATCH /user/{id}`
+// ({"firstName"}, through koa-bodyparser) is floor.mjs's audited write, answering `1` as the
+// service's wire dialect does. Nothing else: no request id, log line, metrics, CORS, Host check,
+// validation beyond the one field, error mapping, presenter, read cache, change events. It measures how close to raw
 // node:http + pg any service on Koa can come here (docs/benchmarks.md#the-floor-of-the-stack).
 //
 //   FLOORS=1 npm run bench:compare      # beside the service, each case also as a share of its floor
 // or by hand, on the database a run of it left (uts_bench_service; export TOKEN_KEY before that run):
 //   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/uts_bench_service PORT=5730 node bench/koa-floor.mjs
-//   wrk -t2 -c32 -d8s -s bench/compare/load.lua http://127.0.0.1:5730 -- us-user
+//   wrk -t2 -c32 -d8s -s bench/compare/load.lua http://127.0.0.1:5730 -- us-user   # or us-patch, us-mixed-id
 import Router from '@koa/router';
 import Koa from 'koa';
-import { pool, tokenOf } from './floor.mjs';
+import bodyParser from 'koa-bodyparser';
+import { patchFirstName, pool, tokenOf } from './floor.mjs';
 
 const USER = {
   name: 'floor-user',
@@ -21,12 +24,13 @@ const USER = {
 };
 
 const router = new Router();
+router.use(async (ctx, next) => {
+  ctx.state.token = await tokenOf(ctx.get('Authorization'));
+  if (ctx.state.token) return next();
+  ctx.status = 401;
+  ctx.body = { error: 'unauthorized' };
+});
 router.get('/user/:id', async (ctx) => {
-  if (!(await tokenOf(ctx.get('Authorization')))) {
-    ctx.status = 401;
-    ctx.body = { error: 'unauthorized' };
-    return;
-  }
   const { rows } = await pool.query({ ...USER, values: [Number(ctx.params.id)] });
   if (!rows[0]) {
     ctx.status = 404;
@@ -34,6 +38,17 @@ router.get('/user/:id', async (ctx) => {
     return;
   }
   ctx.body = rows[0];
+});
+router.patch('/user/:id', bodyParser(), async (ctx) => {
+  const { firstName } = ctx.request.body ?? {};
+  if (typeof firstName !== 'string') {
+    ctx.status = 400;
+    ctx.body = { error: 'firstName' };
+    return;
+  }
+  const row = await patchFirstName(Number(ctx.params.id), firstName, ctx.state.token);
+  ctx.status = row ? 200 : 404;
+  ctx.body = row ? 1 : { error: 'not found' };
 });
 
 const app = new Koa();

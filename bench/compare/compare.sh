@@ -20,8 +20,9 @@
 #   mixed-*: the service as shipped (read cache on), WRITE_PCT % of requests patch a random user
 #   write-*: every request patches a random user
 #   hot-*:   the service as shipped, read-only load (its read cache serves repeats): shown, no target
-# With FLOORS=1, cold-id-rest also runs on the Koa floor, cold-id-gql and write-gql on the Apollo
-# floor, and each is printed as a share of its floor as well.
+# With FLOORS=1, the REST cases of the targets (cold-id-rest, mixed-id-rest, write-rest) also run on
+# the Koa floor and cold-id-gql and write-gql on the Apollo floor; each is printed as a share of its
+# floor, and each floor against the anchor and target of its case (what the stack itself reaches).
 #
 # The anchors' packages (postgraphile, pg) are this folder's own (package.json, package-lock.json),
 # installed here on the first run, never the service's.
@@ -102,9 +103,9 @@ mapfile -t CASES < <(printf '%s\n' \
   "cold-id-rest raw raw-user" "cold-id-rest cold us-user" "$(floor "cold-id-rest koa us-user")" \
   "cold-id-gql pgl pgl-user" "cold-id-gql cold us-gql-user" "$(floor "cold-id-gql apollo us-gql-user")" \
   "cold-page raw raw-users" "cold-page pgl pgl-users-cursor" "cold-page cold us-users" \
-  "mixed-id-rest raw raw-mixed-id" "mixed-id-rest us us-mixed-id" \
+  "mixed-id-rest raw raw-mixed-id" "mixed-id-rest us us-mixed-id" "$(floor "mixed-id-rest koa us-mixed-id")" \
   "mixed-page raw raw-mixed-page" "mixed-page pgl pgl-mixed-page" "mixed-page us us-gql-mixed-page" \
-  "write-rest raw raw-patch" "write-rest us us-patch" \
+  "write-rest raw raw-patch" "write-rest us us-patch" "$(floor "write-rest koa us-patch")" \
   "write-gql pgl pgl-patch" "write-gql us us-gql-patch" "$(floor "write-gql apollo us-gql-patch")" \
   "hot-id-rest us us-user" "hot-id-gql us us-gql-user" "hot-page us us-users" | sed '/^$/d')
 if [ -n "${ONLY:-}" ]; then keep=(); for c in "${CASES[@]}"; do [[ $c =~ $ONLY ]] && keep+=("$c"); done; CASES=("${keep[@]}"); fi

@@ -55,11 +55,13 @@ test('the cases and the floors are those of the kit', () => {
     'cold-page cold us-users',
     'mixed-id-rest raw raw-mixed-id',
     'mixed-id-rest us us-mixed-id',
+    'mixed-id-rest koa us-mixed-id',
     'mixed-page raw raw-mixed-page',
     'mixed-page pgl pgl-mixed-page',
     'mixed-page us us-gql-mixed-page',
     'write-rest raw raw-patch',
     'write-rest us us-patch',
+    'write-rest koa us-patch',
     'write-gql pgl pgl-patch',
     'write-gql us us-gql-patch',
     'write-gql apollo us-gql-patch',
@@ -94,9 +96,9 @@ describe('the summary', () => {
     'cold-id-rest': ['raw', 'cold', 'koa'],
     'cold-id-gql': ['pgl', 'cold', 'apollo'],
     'cold-page': ['raw', 'pgl', 'cold'],
-    'mixed-id-rest': ['raw', 'us'],
+    'mixed-id-rest': ['raw', 'us', 'koa'],
     'mixed-page': ['raw', 'pgl', 'us'],
-    'write-rest': ['raw', 'us'],
+    'write-rest': ['raw', 'us', 'koa'],
     'write-gql': ['pgl', 'us', 'apollo'],
     'hot-id-rest': ['us'],
   };
@@ -130,8 +132,30 @@ describe('the summary', () => {
     expect(partial).not.toMatch(/Targets:/);
     expect(/^Floors: (.*)$/m.exec(partial)![1]).toBe('writes GraphQL 0.80x the Apollo floor (500 / 625 req/s; p99 15.0 / 10.0 ms)');
     expect(summary(ALL, 1, 0.75)).toMatch(
-      /^Floors: cold REST by id 0\.75x the Koa floor .*; cold GraphQL by id 0\.75x the Apollo floor .*; writes GraphQL 0\.75x the Apollo floor /m,
+      /^Floors: cold REST by id 0\.75x the Koa floor .*; cold GraphQL by id 0\.75x the Apollo floor .*; mixed by id 0\.75x the Koa floor .*; writes REST 0\.75x the Koa floor .*; writes GraphQL 0\.75x the Apollo floor /m,
     );
     expect(summary({ 'write-rest': ['raw', 'us'] }, 1, 1, true)).not.toMatch(/Floors:/);
+  });
+
+  test('the floor targets: the targets of the cases the floors ran, as the floors reach them', () => {
+    // The service at 0.6 of every anchor, its floors at 0.6 / 0.75 = 0.8 of them (p99 10 ms, as the anchors').
+    const reached = /^Floor targets: (.*)$/m.exec(summary(ALL, 0.6, 0.75))![1];
+    expect(reached.split('; ')).toEqual([
+      'cold REST by id 0.80x raw (>= 0.65)',
+      'cold GraphQL by id 0.80x PostGraphile (>= 1.05)',
+      'mixed by id 0.80x raw (>= 0.6)',
+      'writes REST 0.80x raw (>= 0.55)',
+      'writes GraphQL 0.80x PostGraphile (>= 0.9)',
+      "p99 cold REST by id 1.00x the anchor's p99 over ours (>= 0.5)",
+      "p99 cold GraphQL by id 1.00x the anchor's p99 over ours (>= 0.5)",
+      "p99 mixed by id 1.00x the anchor's p99 over ours (>= 0.5)",
+      "p99 writes REST 1.00x the anchor's p99 over ours (>= 0.5)",
+      "p99 writes GraphQL 1.00x the anchor's p99 over ours (>= 0.5)",
+    ]);
+    // Only where the floor and the anchor both ran; none without floors.
+    expect(/^Floor targets: (.*)$/m.exec(summary({ 'write-gql': ['pgl', 'us', 'apollo'] }, 0.5, 0.8, true))![1]).toBe(
+      "writes GraphQL 0.63x PostGraphile (>= 0.9); p99 writes GraphQL 1.00x the anchor's p99 over ours (>= 0.5)",
+    );
+    expect(summary({ 'write-rest': ['raw', 'us'] }, 1, 1, true)).not.toMatch(/Floor targets:/);
   });
 });
