@@ -18,7 +18,8 @@ import type { Schema } from './openapi-schemas.js';
  * 1. the route's template noted (request log, metrics);
  * 2. the body read in full (JSON, or forms where `body: 'form'`), its problems kept for step 4, so
  *    that the token is looked up only once the whole request has arrived;
- * 3. the bearer token checked (401), which also reads the snapshot the read cache keys answers by;
+ * 3. the bearer token checked (401), which for a cacheable route also reads the snapshot the read
+ *    cache keys answers by;
  * 4. the body's problems (413, 415, 400);
  * 5. the permission the route declares (403), before its input is parsed (so 403 wins over 400);
  * 6. the read cache, for routes declared `cacheable`;
@@ -93,6 +94,8 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
+    // Only a route the read cache serves needs the snapshot its answers are kept under.
+    const snapshot = cache !== null && route.cacheable === true;
     const pipeline = async (ctx: AppContext, next: Next) => {
       ctx.state.route = template;
       const header = authorizationOf(ctx.req);
@@ -105,7 +108,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
               (err: unknown) => ({ err }),
             );
       const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: cache !== null, floor: deps.db.readFloors });
+      ctx.state.caller = await authenticate(deps.db, credential, { snapshot, floor: deps.db.readFloors });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();

@@ -82,6 +82,20 @@ const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client'
 /** ASCII letters in lower case, and only they: a field name is ASCII, and no other character may pass for one (`ſ` for `s`, `K` for `k`). */
 const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
+/** A body's writable fields by name, and their names by lower-case form: made once per body definition, not per request. */
+const WRITABLE = new WeakMap<Body, ReadonlyMap<string, Field>>();
+const LOWER_CASE_NAMES = new WeakMap<Body, ReadonlyMap<string, string>>();
+function writableFields(resource: Body): ReadonlyMap<string, Field> {
+  let fields = WRITABLE.get(resource);
+  if (!fields) WRITABLE.set(resource, (fields = new Map(resource.writable)));
+  return fields;
+}
+function writableByLowerCase(resource: Body): ReadonlyMap<string, string> {
+  let names = LOWER_CASE_NAMES.get(resource);
+  if (!names) LOWER_CASE_NAMES.set(resource, (names = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]))));
+  return names;
+}
+
 /**
  * The `Attrs` header as the original service read it (docs/rest.md#conventions): comma-separated field names,
  * spaces around them ignored, matched case-insensitively (`FirstName` is `firstName`); read-only
@@ -91,7 +105,7 @@ const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => le
  */
 export function parseAttrs(header: string | undefined, resource: Body): string[] | undefined {
   if (header === undefined || !/[^,\s]/.test(header)) return undefined;
-  const byLowerCase = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]));
+  const byLowerCase = writableByLowerCase(resource);
   const names: string[] = [];
   const unknown: string[] = [];
   for (const given of headerText(header, { escape: true })
@@ -128,7 +142,7 @@ export function parseWrite<R extends Body>(
   const object = requireObject(input);
   const problems: FieldProblem[] = [];
   const values: Record<string, unknown> = {};
-  const fields = new Map(resource.writable);
+  const fields = writableFields(resource);
   const names = mode !== 'patch' ? [...fields.keys()] : (attrs ?? Object.keys(object).filter((key) => fields.has(key) && object[key] !== undefined));
   for (const name of names) {
     const field = fields.get(name)!;

@@ -100,8 +100,8 @@ export interface WriteContext {
 }
 
 function columnValues(resource: Resource, values: Record<string, unknown>, encode: Encode): ColumnValue[] {
-  const fields = new Map(resource.entries);
-  return Object.entries(values).flatMap(([name, value]) => encode(name, fields.get(name)!, value));
+  const fields: Record<string, Field> = resource.fields;
+  return Object.entries(values).flatMap(([name, value]) => encode(name, fields[name], value));
 }
 
 const namedFields = (resource: Resource, values: Record<string, unknown>) => resource.entries.filter(([name]) => Object.hasOwn(values, name));
@@ -145,22 +145,55 @@ export function insertStatement(
  */
 export function updateStatement(resource: Resource, id: number, values: Record<string, unknown>, action: AuditAction, context: WriteContext): Statement {
   const columns = columnValues(resource, values, context.encode ?? plainColumns);
-  const compared = namedFields(resource, values).map(([name, field]) => {
+  const named = namedFields(resource, values);
+  const compared = named.map(([name, field]) => {
     const value = field.kind === 'secret' ? columns.find((c) => c.column === field.secretColumns!.hmac)!.value : values[name];
     return { column: comparedColumn(field), type: field.kind === 'secret' ? 'bytea' : sqlType(field), value };
   });
-  const params: unknown[] = [id];
-  let text = `with o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null for no key update)`;
   const written = [...columns, ...(context.alsoSet ?? []).filter((extra) => !columns.some((c) => c.column === extra.column))];
+  const params: unknown[] = [id, ...written.map((c) => c.value), ...compared.map((c) => c.value), ...actor(context.caller)];
+  // The text follows from the statement's shape alone (the action, the columns written, the fields
+  // named); every value is a parameter.
+  const shape = `${action} ${written.map((c) => `${c.column}:${c.type}`).join(',')} ${named.map(([name]) => name).join(',')}`;
+  return { text: shapedText(resource, shape, () => updateText(resource, written, compared, named, action)), params };
+}
+
+function updateText(
+  resource: Resource,
+  written: readonly ColumnValue[],
+  compared: readonly Omit<ColumnValue, 'value'>[],
+  named: readonly (readonly [string, Field])[],
+  action: AuditAction,
+): string {
   const set = written.map((c) => `${c.column} = ?::${c.type}`);
-  params.push(...written.map((c) => c.value));
   const differs = compared.map((c) => `t.${c.column} is distinct from ?::${c.type}`);
-  params.push(...compared.map((c) => c.value));
-  text += `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)`;
-  text += `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(namedFields(resource, values), 'o', 'n')} from n join o on o.id = n.id)`;
-  params.push(...actor(context.caller));
-  text += ` select ${resource.columns} from (select * from n union all select * from o where not exists (select 1 from n)) t`;
-  return { text, params };
+  return (
+    `with o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null for no key update)` +
+    `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)` +
+    `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(named, 'o', 'n')} from n join o on o.id = n.id)` +
+    ` select ${resource.columns} from (select * from n union all select * from o where not exists (select 1 from n)) t`
+  );
+}
+
+/**
+ * Statement texts by resource and shape, made once: a PATCH's text is ~1.5 KB, and building it and
+ * then hashing a new string of that size to find its prepared statement (src/db/sql.ts) was
+ * measurable on every write; the same string object again is found by its kept hash. Bounded per
+ * resource (a shape is a subset of its writable fields, but a resource may have many); past the
+ * bound a text is made afresh each time, as before.
+ */
+const TEXTS = new WeakMap<Resource, Map<string, string>>();
+const MAX_SHAPES = 256;
+
+function shapedText(resource: Resource, shape: string, make: () => string): string {
+  let texts = TEXTS.get(resource);
+  if (!texts) TEXTS.set(resource, (texts = new Map()));
+  let text = texts.get(shape);
+  if (text === undefined) {
+    text = make();
+    if (texts.size < MAX_SHAPES) texts.set(shape, text);
+  }
+  return text;
 }
 
 /** What every change moves: `updated_at`, and a revision counter (a token's `version`). */

@@ -185,6 +185,21 @@ describe('REST directory reads', () => {
     expect((await svc.request('GET', `/user/${userID}`)).body.firstName).toBe('Rex');
   });
 
+  test('only a cacheable route reads the snapshot with the bearer token: writes and uncached reads do not', async () => {
+    const lookupOf = (statements: string[]) => statements.find((text) => /from tokens t join users u/.test(text))!;
+    const read = await counted(() => svc.request('GET', `/user/${userID}`));
+    expect(lookupOf(read.statements)).toMatch(/pg_current_snapshot\(\)/);
+    for (const [method, path, body] of [
+      ['PATCH', `/user/${userID}`, { firstName: 'Rob' }],
+      ['GET', '/token/?pageSize=1', undefined],
+    ] as const) {
+      const call = await counted(() => svc.request(method, path, body ? { body } : {}));
+      expect({ path, status: call.reply.status }).toEqual({ path, status: 200 });
+      expect({ path, lookup: lookupOf(call.statements) }).toEqual({ path, lookup: expect.not.stringMatching(/pg_current_snapshot/) });
+    }
+    expect((await svc.request('GET', `/user/${userID}`)).body.firstName).toBe('Rob');
+  });
+
   test('tokens and the audit log are read every time; errors are not kept; scopes are not shared', async () => {
     for (const path of ['/token/?pageSize=1', '/audit/?pageSize=1', '/user/not-a-number']) {
       await svc.request('GET', path);

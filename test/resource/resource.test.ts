@@ -6,6 +6,7 @@ import { entitySchemaOf } from '../../src/resource/entity.js';
 import { field } from '../../src/resource/field.js';
 import { parseAttrs, parseId, parseWrite } from '../../src/resource/input.js';
 import { defineResource } from '../../src/resource/resource.js';
+import { updateStatement } from '../../src/resource/writes.js';
 import * as realUsers from '../../src/users/user.resource.js';
 import { fieldsOf, writableOf } from '../support/contracts.js';
 import { refusal } from '../support/refusal.js';
@@ -46,6 +47,30 @@ describe('a resource definition', () => {
     expect(list.where?.params).toEqual(expect.arrayContaining(['Ng', 1]));
     expect(list.order[0]).toMatchObject({ column: 't.last_name', direction: 'desc' });
     expect(() => compileList({ filter: { password: { eq: 'x' } } }, users.listFields)).toThrow(AppError);
+  });
+});
+
+describe('a write statement', () => {
+  const caller = { tokenId: 7, userId: 3, scopes: new Set(['*']), client: '', requestId: 'r-1' };
+  test("a PATCH's text is made once per shape: the same text object for other values, another for other fields", () => {
+    const ada = updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller });
+    const bea = updateStatement(users, 2, { firstName: 'Bea' }, 'patch', { caller: { ...caller, requestId: 'r-2' } });
+    expect(bea.text).toBe(ada.text);
+    expect(ada.params).toEqual([1, 'Ada', 'Ada', 7, 3, 'r-1']);
+    expect(bea.params).toEqual([2, 'Bea', 'Bea', 7, 3, 'r-2']);
+    // Every value is a parameter: none is in the text.
+    expect(ada.text).not.toMatch(/Ada|r-1/);
+    expect(ada.text.match(/\?/g)).toHaveLength(ada.params.length);
+    const both = updateStatement(users, 1, { firstName: 'Ada', lastName: 'Lovelace' }, 'patch', { caller });
+    expect(both.text).not.toBe(ada.text);
+    expect(both.text).toContain('last_name = ?::text');
+    expect(both.params).toEqual([1, 'Ada', 'Lovelace', 'Ada', 'Lovelace', 7, 3, 'r-1']);
+    // The action is part of the shape (it is written into the audit row).
+    expect(updateStatement(users, 1, { firstName: 'Ada' }, 'status', { caller }).text).toContain("'status', 'user'");
+    // Service-set columns too.
+    const sealed = updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller, alsoSet: [{ column: 'remember_token', type: 'text', value: 'x' }] });
+    expect(sealed.text).toContain('remember_token = ?::text');
+    expect(sealed.params).toEqual([1, 'Ada', 'x', 'Ada', 7, 3, 'r-1']);
   });
 });
 
