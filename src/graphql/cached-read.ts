@@ -31,12 +31,13 @@ export class GraphQLReadCache {
    * admitted (src/graphql/gate.ts): its text, and whether its every field is cacheable.
    */
   keyOf(ctx: AppContext, caller: Caller | null, document: { source: string; cacheable: boolean } | null, raw: string | undefined): string | null {
-    if (!caller?.snapshot || (ctx.method !== 'POST' && ctx.method !== 'GET') || !document || raw === undefined) return null;
+    if (!caller || (ctx.method !== 'POST' && ctx.method !== 'GET') || !document || raw === undefined) return null;
     // A router asking a subgraph for Apollo's inline trace gets the timing of this very run in the answer.
     if (ctx.get('apollo-federation-include-trace')) return null;
     if (!document.cacheable || document.source.length > MAX_CACHED_QUERY) return null;
-    if (!this.store.inUse(caller)) {
-      ctx.state.readCache = 'aside';
+    // No snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
+    if (!caller.snapshot || !this.store.inUse(caller)) {
+      if (caller.snapshot || this.store.aside) ctx.state.readCache = 'aside';
       return null;
     }
     return `graphql\n${ctx.method}\n${ctx.get('Content-Type')}\n${ctx.get('Accept')}\n${raw}`;

@@ -215,7 +215,7 @@ async function readGraphQLBody(ctx: AppContext): Promise<void> {
  * 401 before anything else is said about the request (its body, its document, the schema); with
  * a credential, the body is read in full before the token is looked up (that statement also
  * reads the snapshot a cached answer is served under: a body that arrives after a write must not
- * get an answer from before it; `snapshot`: the read cache is on).
+ * get an answer from before it; `snapshot`: the read cache is on and wants it now).
  */
 async function callerFor(ctx: AppContext, { db, introspection }: GraphQLDeps, snapshot: boolean): Promise<Caller | null> {
   const header = authorizationOf(ctx.req);
@@ -309,7 +309,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const caller = await callerFor(ctx, deps, answers !== null);
+      const caller = await callerFor(ctx, deps, deps.readCache?.wantsSnapshot() ?? false);
       const request = operationRequestOf(ctx);
       const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
       const verdict = verdictOf(ctx, request, caller, transport);

@@ -18,8 +18,9 @@ interface KeptRead {
 export function cachedRead(store: ReadCache) {
   return async function readCache(ctx: AppContext, next: Next): Promise<void> {
     const { caller } = ctx.state;
-    if (ctx.method !== 'GET' || !caller.snapshot) return next();
-    if (!store.inUse(caller)) {
+    if (ctx.method !== 'GET') return next();
+    // No snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
+    if (!caller.snapshot || !store.inUse(caller)) {
       ctx.state.readCache = 'aside';
       return next();
     }

@@ -95,7 +95,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
     // Only a route the read cache serves needs the snapshot its answers are kept under.
-    const snapshot = cache !== null && route.cacheable === true;
+    const cacheable = cache !== null && route.cacheable === true;
     const pipeline = async (ctx: AppContext, next: Next) => {
       ctx.state.route = template;
       const header = authorizationOf(ctx.req);
@@ -108,7 +108,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
               (err: unknown) => ({ err }),
             );
       const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      ctx.state.caller = await authenticate(deps.db, credential, { snapshot, floor: deps.db.readFloors });
+      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: cacheable && deps.readCache!.wantsSnapshot(), floor: deps.db.readFloors });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();

@@ -92,3 +92,35 @@ test('the clock alone decides: no time passing, no window closes (a busy store s
   clock.ms += 1_000;
   expect(cache.inUse(caller(at.xmax))).toBe(false);
 });
+
+test('in use, every lookup reads the snapshot; aside, one per sample interval (half a move at the threshold), enough to stay aside under the same writes', () => {
+  const { cache, clock } = storeAt(50); // a sample every 1000 / (2 * 50) = 10 ms while aside
+  const at = { xmax: 100 };
+  cache.inUse(caller(at.xmax));
+  for (let i = 0; i < 20; i++) expect(cache.wantsSnapshot()).toBe(true);
+  expect(cache.aside).toBe(false);
+  expect(windowOf(cache, clock, 100, at)).toBe(false);
+  expect(cache.aside).toBe(true);
+  // Aside: one lookup in each 10 ms reads the snapshot, the others not.
+  const asked = [];
+  for (let ms = 0; ms < 100; ms++) {
+    asked.push(cache.wantsSnapshot());
+    clock.ms += 1;
+  }
+  expect(asked.filter(Boolean)).toHaveLength(10);
+  expect(asked.slice(0, 11)).toEqual([true, false, false, false, false, false, false, false, false, false, true]);
+  // Writes go on at 100 a second: the samples alone (one per 10 ms, each seeing a move) keep it aside.
+  for (let step = 0; step < 100; step++) {
+    if (cache.wantsSnapshot()) cache.inUse(caller((at.xmax += 1)));
+    clock.ms += 10;
+  }
+  expect(cache.inUse(caller(at.xmax))).toBe(false);
+  // The writes stop: the samples see no move, the next window brings it back, and every lookup reads the snapshot again.
+  for (let step = 0; step < 110; step++) {
+    if (cache.wantsSnapshot()) cache.inUse(caller(at.xmax));
+    clock.ms += 10;
+  }
+  expect(cache.inUse(caller(at.xmax))).toBe(true);
+  expect(cache.aside).toBe(false);
+  for (let i = 0; i < 5; i++) expect(cache.wantsSnapshot()).toBe(true);
+});
