@@ -160,38 +160,34 @@ export function serviceDocument(
  */
 export function createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
-  const routers: Router<AppState>[] = [];
+  // One router for every route (the probes and documents, /graphql, the API below BASE_PATH): one
+  // match and one dispatch a request, where three routers each matched it (and each told its
+  // listeners of a miss); their paths never overlap.
+  const router = new Router<AppState>();
   app.use(
     requestEdge({
       log,
       outage: new DatabaseOutage(log),
       observe: metrics ? (ctx) => metrics.observe(ctx) : null,
-      cors: config.corsOrigins ? corsMiddleware(config.corsOrigins, (path) => methodsOf(routers, path)) : null,
+      cors: config.corsOrigins ? corsMiddleware(config.corsOrigins, (path) => methodsOf(router, path)) : null,
     }),
   );
 
-  const health = new Router<AppState>();
   const docs = docsPage();
   const served = publicRoutes({ metrics: metrics !== null });
   const routes = apiRoutes({ services, modules }, config.basePath);
   const document = openApiDocument({ api: routes, public: served, basePath: config.basePath }, servicePackage());
   const deps: PublicDeps = { ready: () => db.ready(), stopping, metrics, document, docsPage: docs.page };
-  for (const route of served) health.get(route.path, route.serve(deps));
   app.use(docs.assets);
   // The local GraphQL explorer goes with introspection (off in production unless asked for).
   if (config.graphqlIntrospection) app.use(localExplorer());
-  app.use(health.routes());
-  app.use(health.allowedMethods());
 
+  for (const route of served) router.get(route.path, route.serve(deps));
   // GraphQL reads, authenticates (introspection needs no token) and answers errors on its own.
-  const graphQL = new Router<AppState>();
-  graphQL.all('/graphql', graphql.middleware);
-  app.use(graphQL.routes());
-
-  const rest = mountRoutes(routes, { db, readCache }, config.basePath);
-  app.use(rest.routes());
-  app.use(rest.allowedMethods());
-  routers.push(health, rest);
+  router.all('/graphql', graphql.middleware);
+  mountRoutes(routes, { db, readCache }, config.basePath, router);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
   // What goes wrong after an answer has started (a client gone in the middle of an event stream:
   // EPIPE) has no one left to answer: noted at debug level, instead of Koa's print to stderr.
   app.on('error', (err: Error & { code?: string }) => log.debug('connection failed after its answer began', { error: err.code ?? err.name }));
@@ -200,13 +196,11 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
 }
 
 /** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
-function methodsOf(routers: Router<AppState>[], rawPath: string): string[] {
+function methodsOf(router: Router<AppState>, rawPath: string): string[] {
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
   if (path === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
   if (path === '/graphiql' || path === '/docs' || path.startsWith('/graphiql/') || path.startsWith('/docs/')) return ['GET', 'HEAD', 'OPTIONS'];
   const methods = new Set<string>();
-  for (const router of routers) {
-    for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);
-  }
+  for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);
   return methods.size ? [...methods, 'OPTIONS'] : [];
 }

@@ -88,9 +88,11 @@ export interface RouteDeps {
   readCache: ReadCache | null;
 }
 
-/** Builds the router of a route table: every route behind the pipeline above. */
-export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string): Router<AppState> {
-  const router = new Router<AppState>({ prefix: prefix || undefined });
+/**
+ * Registers a route table on `router` (the app's one router: src/app.ts), each route below
+ * `prefix` (BASE_PATH) and behind the pipeline above; returns the router.
+ */
+export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string, router = new Router<AppState>()): Router<AppState> {
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
@@ -116,7 +118,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
     const reads = route.method === 'GET';
     const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller, reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql);
     const chain = route.cacheable && cache ? [pipeline, cache, handler] : [pipeline, handler];
-    router.register(route.path, [route.method], chain as never);
+    router.register(template, [route.method], chain as never);
   }
   return router;
 }
