@@ -198,7 +198,8 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
 /** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
 function methodsOf(router: Router<AppState>, rawPath: string): string[] {
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
-  if (path === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
+  // Paths match whatever their letters' case (the router's default): /GRAPHQL is GraphQL's too.
+  if (path.toLowerCase() === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
   if (path === '/graphiql' || path === '/docs' || path.startsWith('/graphiql/') || path.startsWith('/docs/')) return ['GET', 'HEAD', 'OPTIONS'];
   const methods = new Set<string>();
   for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);

@@ -46,13 +46,18 @@ const tails = [
   ['p99 writes REST', 'write-rest', 'raw'],
   ['p99 writes GraphQL', 'write-gql', 'pgl'],
 ];
-/** Each target as [name, its ratio for the server `server(case)` names, target, unit], as the Targets line writes it, for the cases where that server and the anchor ran. */
-const ratios = (server) => [
-  ...targets.filter(([, c, a]) => has(c, server(c)) && has(c, a)).map(([name, c, a, t, unit]) => [name, v(c, server(c)) / v(c, a), t, unit]),
-  ...tails
-    .filter(([, c, a]) => has(c, server(c)) && has(c, a))
-    .map(([name, c, a]) => [name, v(c, a, 'p99_ms') / v(c, server(c), 'p99_ms'), 0.5, `x the anchor's p99 over ours`]),
-];
+/**
+ * Each target as [name, its ratio for the server `server(case)` names, target, unit], as the
+ * Targets line writes it; `ran` keeps only the cases where that server and the anchor ran (else a
+ * missing case is NaN, and missed).
+ */
+const ratios = (server, ran = false) => {
+  const keep = ([, c, a]) => !ran || (has(c, server(c)) && has(c, a));
+  return [
+    ...targets.filter(keep).map(([name, c, a, t, unit]) => [name, v(c, server(c)) / v(c, a), t, unit]),
+    ...tails.filter(keep).map(([name, c, a]) => [name, v(c, a, 'p99_ms') / v(c, server(c), 'p99_ms'), 0.5, `x the anchor's p99 over ours`]),
+  ];
+};
 const line = (list) => list.map(([n, r, t, u]) => `${n} ${f(r)}${u} (>= ${t})`).join('; ');
 
 if (mode !== '--partial') {
@@ -79,5 +84,5 @@ if (shares.length) console.log(`\nFloors: ${shares.join('; ')}`);
 // The same targets reached by the floors themselves, where they ran (against the same anchor, in the
 // same run): a target its floor misses is one the stack forbids, by that much.
 const floorOf = new Map(FLOORS.map(([, c, floor]) => [c, floor]));
-const reached = ratios((c) => floorOf.get(c));
+const reached = ratios((c) => floorOf.get(c), true);
 if (reached.length) console.log(`\nFloor targets: ${line(reached)}`);

@@ -215,9 +215,9 @@ async function readGraphQLBody(ctx: AppContext): Promise<void> {
  * 401 before anything else is said about the request (its body, its document, the schema); with
  * a credential, the body is read in full before the token is looked up (that statement also
  * reads the snapshot a cached answer is served under: a body that arrives after a write must not
- * get an answer from before it; `snapshot`: the read cache is on and wants it now).
+ * get an answer from before it), when the read cache is on.
  */
-async function callerFor(ctx: AppContext, { db, introspection }: GraphQLDeps, snapshot: boolean): Promise<Caller | null> {
+async function callerFor(ctx: AppContext, { db, introspection, readCache }: GraphQLDeps): Promise<Caller | null> {
   const header = authorizationOf(ctx.req);
   const bodyProblem =
     header !== undefined && ctx.method === 'POST'
@@ -229,6 +229,8 @@ async function callerFor(ctx: AppContext, { db, introspection }: GraphQLDeps, sn
   let caller: Caller;
   try {
     const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+    // While the read cache stands aside, only its sample reads the snapshot (ReadCache.wantsSnapshot).
+    const snapshot = header !== undefined && readCache !== null && readCache.wantsSnapshot();
     caller = await authenticate(db, credential, { snapshot, floor: db.readFloors });
   } catch (err) {
     // Only a request with no credential at all may fall back to introspection: a wrong one is
@@ -309,7 +311,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const caller = await callerFor(ctx, deps, deps.readCache?.wantsSnapshot() ?? false);
+      const caller = await callerFor(ctx, deps);
       const request = operationRequestOf(ctx);
       const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
       const verdict = verdictOf(ctx, request, caller, transport);

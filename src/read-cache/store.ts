@@ -34,9 +34,9 @@ const MAX_AGE_MS = 60_000;
  * the server do. The rate is READ_CACHE_ASIDE_WRITES (src/config.ts).
  *
  * While it stands aside, the token lookups of only a sample of requests read the snapshot (one in
- * every half of a move's share of the window, e.g. one per 10 ms at 50 moves a second: twice as
- * often as moves would have to come to keep it aside), so the rate is still counted; the others
- * are spared that (building and sending the snapshot's text, under a flow of writes a list of the
+ * every half of a move's share of the window, e.g. one per 10 ms at 50 moves a second), and each
+ * sample counts the moves the requests spared since the last one would have seen (see inUse), so
+ * the rate is counted as before; the others are spared that (building and sending the snapshot's text, under a flow of writes a list of the
  * transactions in flight, was 5-10 % of a read's cost under the mixed benchmark).
  */
 const WINDOW_MS = 1_000;
@@ -62,9 +62,10 @@ export class ReadCache {
   private moves = 0;
   private windowStart = 0;
   private standingAside = false;
-  /** While aside, the time of the last request told to read the snapshot, and the interval between two. */
+  /** While aside, the time of the last request told to read the snapshot, the interval between two, and the requests spared it since the last inUse. */
   private lastSample = -Infinity;
   private readonly sampleMs: number;
+  private spared = 0;
 
   constructor(
     maxBytes: number,
@@ -89,7 +90,10 @@ export class ReadCache {
   wantsSnapshot(): boolean {
     if (!this.standingAside) return true;
     const now = this.now();
-    if (now - this.lastSample < this.sampleMs) return false;
+    if (now - this.lastSample < this.sampleMs) {
+      this.spared++;
+      return false;
+    }
     this.lastSample = now;
     return true;
   }
@@ -111,9 +115,14 @@ export class ReadCache {
     const afterXmin = snapshot.indexOf(':') + 1;
     const xmax = Number(snapshot.slice(afterXmin, snapshot.indexOf(':', afterXmin)));
     if (xmax > this.lastXmax) {
+      // One move for a request that saw the snapshot move on. While aside, the requests spared the
+      // snapshot since the last one read would each have seen at most one of the transactions
+      // begun in between (xmax - lastXmax): counted as they would have been, so the rate is the
+      // same whether every request reads the snapshot or only a sample does.
+      this.moves += Math.min(xmax - this.lastXmax, this.spared + 1);
       this.lastXmax = xmax;
-      this.moves++;
     }
+    this.spared = 0;
     const now = this.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {

@@ -99,9 +99,9 @@ export interface WriteContext {
   alsoSet?: ColumnValue[] | null;
 }
 
+/** The column values of the resource's fields `values` holds, in the resource's order (not the body's: one statement shape per set of fields). */
 function columnValues(resource: Resource, values: Record<string, unknown>, encode: Encode): ColumnValue[] {
-  const fields: Record<string, Field> = resource.fields;
-  return Object.entries(values).flatMap(([name, value]) => encode(name, fields[name], value));
+  return resource.entries.filter(([name]) => Object.hasOwn(values, name)).flatMap(([name, field]) => encode(name, field, values[name]));
 }
 
 const namedFields = (resource: Resource, values: Record<string, unknown>) => resource.entries.filter(([name]) => Object.hasOwn(values, name));

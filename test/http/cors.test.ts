@@ -53,6 +53,9 @@ test('a preflight needs no token: 204 with the path methods, the allowed headers
   const graphql = await svc.request('OPTIONS', '/graphql', { token: null, headers: { Origin: APP, 'Access-Control-Request-Method': 'POST' } });
   expect(graphql.status).toBe(204);
   expect(graphql.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS', 'POST']);
+  // Paths match in any letter case: /GRAPHQL is the same endpoint, with the same methods.
+  const upper = await svc.request('OPTIONS', '/GRAPHQL', { token: null, headers: { Origin: APP, 'Access-Control-Request-Method': 'POST' } });
+  expect(upper.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'OPTIONS', 'POST']);
 });
 
 test('a preflight to an unknown path allows no method', async () => {

@@ -109,7 +109,7 @@ test('in use, every lookup reads the snapshot; aside, one per sample interval (h
   }
   expect(asked.filter(Boolean)).toHaveLength(10);
   expect(asked.slice(0, 11)).toEqual([true, false, false, false, false, false, false, false, false, false, true]);
-  // Writes go on at 100 a second: the samples alone (one per 10 ms, each seeing a move) keep it aside.
+  // Writes go on at 100 a second, evenly: the samples alone (one per 10 ms, each seeing a move) keep it aside.
   for (let step = 0; step < 100; step++) {
     if (cache.wantsSnapshot()) cache.inUse(caller((at.xmax += 1)));
     clock.ms += 10;
@@ -123,4 +123,31 @@ test('in use, every lookup reads the snapshot; aside, one per sample interval (h
   expect(cache.inUse(caller(at.xmax))).toBe(true);
   expect(cache.aside).toBe(false);
   for (let i = 0; i < 5; i++) expect(cache.wantsSnapshot()).toBe(true);
+});
+
+test('aside, each sample counts the moves the requests spared since the last would have seen: bursts of writes keep it aside as they did without sampling', () => {
+  const { cache, clock } = storeAt(50);
+  const at = { xmax: 100 };
+  cache.inUse(caller(at.xmax));
+  expect(windowOf(cache, clock, 100, at)).toBe(false);
+  // 60 writes a second in bursts of 6 every 100 ms; a request every millisecond. Every request
+  // reading the snapshot would see 60 moves a window (above 50); a sample every 10 ms sees only
+  // 10 of them move, but counts the 6 transactions each time (at most one per request spared).
+  const run = (windows: number) => {
+    for (let ms = 0; ms < windows * 1000; ms++) {
+      if (ms % 100 === 0) at.xmax += 6;
+      if (cache.wantsSnapshot()) cache.inUse(caller(at.xmax));
+      clock.ms += 1;
+    }
+  };
+  run(3);
+  expect(cache.aside).toBe(true);
+  // The same bursts with fewer requests than transactions between two samples: one request a
+  // sample interval, each may count one move only, as each would have without sampling (10 a window).
+  for (let ms = 0; ms < 2000; ms += 10) {
+    if (ms % 100 === 0) at.xmax += 6;
+    if (cache.wantsSnapshot()) cache.inUse(caller(at.xmax));
+    clock.ms += 10;
+  }
+  expect(cache.aside).toBe(false);
 });

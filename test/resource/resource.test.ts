@@ -52,7 +52,7 @@ describe('a resource definition', () => {
 
 describe('a write statement', () => {
   const caller = { tokenId: 7, userId: 3, scopes: new Set(['*']), client: '', requestId: 'r-1' };
-  test("a PATCH's text is made once per shape: the same text object for other values, another for other fields", () => {
+  test("a PATCH's text follows from its shape alone: the same for other values and for the fields in another order, another for other fields", () => {
     const ada = updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller });
     const bea = updateStatement(users, 2, { firstName: 'Bea' }, 'patch', { caller: { ...caller, requestId: 'r-2' } });
     expect(bea.text).toBe(ada.text);
@@ -63,6 +63,9 @@ describe('a write statement', () => {
     expect(ada.text.match(/\?/g)).toHaveLength(ada.params.length);
     const both = updateStatement(users, 1, { firstName: 'Ada', lastName: 'Lovelace' }, 'patch', { caller });
     expect(both.text).not.toBe(ada.text);
+    // The body's order does not make another statement: the resource's order is the text's.
+    const reversed = updateStatement(users, 1, { lastName: 'Lovelace', firstName: 'Ada' }, 'patch', { caller });
+    expect(reversed).toEqual(both);
     expect(both.text).toContain('last_name = ?::text');
     expect(both.params).toEqual([1, 'Ada', 'Lovelace', 'Ada', 'Lovelace', 7, 3, 'r-1']);
     // The action is part of the shape (it is written into the audit row).
