@@ -51,5 +51,5 @@ EXPOSE 4000
 # Ready means the database answers and is migrated; Node's fetch, since the slim image has no curl.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# --max-semi-space-size is read by V8 at start only (src/main.ts sets the heap's growth itself).
-CMD ["node", "--max-semi-space-size=8", "dist/src/main.js"]
+# The young generation's size (--min/--max-semi-space-size) is read by V8 at start only (src/main.ts sets the heap's growth itself).
+CMD ["node", "--min-semi-space-size=16", "--max-semi-space-size=16", "dist/src/main.js"]

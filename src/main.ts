@@ -8,7 +8,7 @@ import { createLogger } from './observability/log.js';
  * V8 flags the service sets on itself, through Node's public `v8.setFlagsFromString`, so that
  * every way of starting it gets them (npm start, `node dist/src/main.js`, a container's command)
  * with no restart; a value given on the command line or in NODE_OPTIONS wins. Both are flags V8
- * reads afresh at each collection. (Flags V8 reads only at start, such as `--max-semi-space-size`,
+ * reads afresh at each collection. (Flags V8 reads only at start, such as the young generation's size,
  * are given where the process starts: package.json's `start`, the Dockerfile.)
  *
  * - `--heap-growing-percent=25`: how much the old generation may grow past what survived the last

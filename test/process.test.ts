@@ -153,7 +153,10 @@ test('npm start runs the service in its own process, with the Node flag V8 reads
     expect(childrenOf(service)).toEqual([]);
     const args = commandLineOf(service);
     // The heap's growth is set by the service itself (src/main.ts), whatever starts it.
-    expect(args.filter((arg) => /^--(max-semi-space-size|heap-growing-percent)/.test(arg))).toEqual(['--max-semi-space-size=8']);
+    expect(args.filter((arg) => /^--((min|max)-semi-space-size|heap-growing-percent)/.test(arg))).toEqual([
+      '--min-semi-space-size=16',
+      '--max-semi-space-size=16',
+    ]);
     expect(args.at(-1)).toBe('scripts/start.mjs');
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
   } finally {
