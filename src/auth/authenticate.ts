@@ -64,8 +64,12 @@ export interface SecretHashes {
 
 /** What the token lookup reads besides the token. */
 export interface LookupExtras {
-  /** The database snapshot, which the read cache keys answers by (src/read-cache/store.ts). */
-  snapshot?: boolean;
+  /**
+   * The database snapshot, which the read cache keys answers by (src/read-cache/store.ts): read
+   * when the cache wants it, asked only once a statement will run (while it stands aside, the
+   * cache takes a sample).
+   */
+  snapshot?: { wantsSnapshot(): boolean } | null;
   /**
    * The primary's WAL position: everything committed before this request. A replica serves the
    * request's reads only once it has replayed that far (src/db/replicas.ts).
@@ -89,7 +93,7 @@ export interface LiveToken {
 export async function liveTokenByValue(db: { sql: Sql; keyring: SecretHashes }, value: string, extras: LookupExtras = {}): Promise<LiveToken | null> {
   if (value.length === 0 || value.length > 1024) return null;
   const hashes = db.keyring.hashes('accessToken', value);
-  const what = (extras.snapshot ? 1 : 0) | (extras.floor ? 2 : 0);
+  const what = (extras.snapshot?.wantsSnapshot() ? 1 : 0) | (extras.floor ? 2 : 0);
   const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(
     LIVE_TOKEN[hashes.length - 1][what],
     hashes,

@@ -35,9 +35,9 @@ export class GraphQLReadCache {
     // A router asking a subgraph for Apollo's inline trace gets the timing of this very run in the answer.
     if (ctx.get('apollo-federation-include-trace')) return null;
     if (!document.cacheable || document.source.length > MAX_CACHED_QUERY) return null;
-    // No snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
-    if (!caller.snapshot || !this.store.inUse(caller)) {
-      if (caller.snapshot || this.store.aside) ctx.state.readCache = 'aside';
+    // Also without a snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
+    if (!this.store.inUse(caller)) {
+      ctx.state.readCache = 'aside';
       return null;
     }
     return `graphql\n${ctx.method}\n${ctx.get('Content-Type')}\n${ctx.get('Accept')}\n${raw}`;

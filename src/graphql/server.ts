@@ -229,9 +229,7 @@ async function callerFor(ctx: AppContext, { db, introspection, readCache }: Grap
   let caller: Caller;
   try {
     const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-    // While the read cache stands aside, only its sample reads the snapshot (ReadCache.wantsSnapshot).
-    const snapshot = header !== undefined && readCache !== null && readCache.wantsSnapshot();
-    caller = await authenticate(db, credential, { snapshot, floor: db.readFloors });
+    caller = await authenticate(db, credential, { snapshot: readCache, floor: db.readFloors });
   } catch (err) {
     // Only a request with no credential at all may fall back to introspection: a wrong one is
     // a 401 (Sandbox shows it), as the README's table says.

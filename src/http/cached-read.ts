@@ -19,8 +19,8 @@ export function cachedRead(store: ReadCache) {
   return async function readCache(ctx: AppContext, next: Next): Promise<void> {
     const { caller } = ctx.state;
     if (ctx.method !== 'GET') return next();
-    // No snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
-    if (!caller.snapshot || !store.inUse(caller)) {
+    // Also without a snapshot: the store stood aside when the token was looked up (ReadCache.wantsSnapshot).
+    if (!store.inUse(caller)) {
       ctx.state.readCache = 'aside';
       return next();
     }

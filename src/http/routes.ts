@@ -96,11 +96,8 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
-    // Only a GET the read cache may serve needs the snapshot its answers are kept under (with a
-    // credential to look up; while the cache stands aside, only its sample: ReadCache.wantsSnapshot).
-    const cacheable = cache !== null && route.cacheable === true;
-    const snapshotWanted = (ctx: AppContext, header: string | undefined) =>
-      cacheable && header !== undefined && ctx.method === 'GET' && deps.readCache!.wantsSnapshot();
+    // Only a GET the read cache may serve needs the snapshot its answers are kept under.
+    const store = route.cacheable ? deps.readCache : null;
     const pipeline = async (ctx: AppContext, next: Next) => {
       ctx.state.route = template;
       const header = authorizationOf(ctx.req);
@@ -113,14 +110,14 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
               (err: unknown) => ({ err }),
             );
       const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: snapshotWanted(ctx, header), floor: deps.db.readFloors });
+      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: ctx.method === 'GET' ? store : null, floor: deps.db.readFloors });
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await next();
     };
     const reads = route.method === 'GET';
     const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller, reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql);
-    const chain = route.cacheable && cache ? [pipeline, cache, handler] : [pipeline, handler];
+    const chain = store && cache ? [pipeline, cache, handler] : [pipeline, handler];
     router.register(template, [route.method], chain as never);
   }
   return router;

@@ -98,7 +98,7 @@ export class ReadCache {
     return true;
   }
 
-  /** Whether the store stands aside now (what a request that read no snapshot is told). */
+  /** Whether the store stands aside now. */
   get aside(): boolean {
     return this.standingAside;
   }

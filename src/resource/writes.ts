@@ -99,12 +99,13 @@ export interface WriteContext {
   alsoSet?: ColumnValue[] | null;
 }
 
-/** The column values of the resource's fields `values` holds, in the resource's order (not the body's: one statement shape per set of fields). */
-function columnValues(resource: Resource, values: Record<string, unknown>, encode: Encode): ColumnValue[] {
-  return resource.entries.filter(([name]) => Object.hasOwn(values, name)).flatMap(([name, field]) => encode(name, field, values[name]));
-}
-
+/** The resource's fields that `values` holds, in the resource's order (not the body's: one statement shape per set of fields). */
 const namedFields = (resource: Resource, values: Record<string, unknown>) => resource.entries.filter(([name]) => Object.hasOwn(values, name));
+
+/** The column values of these fields' values. */
+function columnValues(named: readonly (readonly [string, Field])[], values: Record<string, unknown>, encode: Encode): ColumnValue[] {
+  return named.flatMap(([name, field]) => encode(name, field, values[name]));
+}
 
 /**
  * Inserts a record with the given values (a create: every client field, defaults filled in) and
@@ -117,7 +118,8 @@ export function insertStatement(
   values: Record<string, unknown>,
   context: WriteContext & { extra?: ColumnValue[]; claimId?: number },
 ): Statement {
-  const columns = [...columnValues(resource, values, context.encode ?? plainColumns), ...(context.extra ?? [])];
+  const named = namedFields(resource, values);
+  const columns = [...columnValues(named, values, context.encode ?? plainColumns), ...(context.extra ?? [])];
   const params: unknown[] = [];
   const claim = context.claimId !== undefined;
   let text = '';
@@ -131,7 +133,7 @@ export function insertStatement(
   text += claim
     ? `n as (insert into ${resource.table} (id, ${names.join(', ')}) select c.id, ${placeholders.join(', ')} from c returning *)`
     : `n as (insert into ${resource.table} (${names.join(', ')}) values (${placeholders.join(', ')}) returning *)`;
-  text += `, a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(namedFields(resource, values), null, 'n')} from n)`;
+  text += `, a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`;
   text += ` select ${resource.columns} from n t`;
   params.push(...actor(context.caller));
   return { text, params };
@@ -144,8 +146,8 @@ export function insertStatement(
  * no live record with that id.
  */
 export function updateStatement(resource: Resource, id: number, values: Record<string, unknown>, action: AuditAction, context: WriteContext): Statement {
-  const columns = columnValues(resource, values, context.encode ?? plainColumns);
   const named = namedFields(resource, values);
+  const columns = columnValues(named, values, context.encode ?? plainColumns);
   const compared = named.map(([name, field]) => {
     const value = field.kind === 'secret' ? columns.find((c) => c.column === field.secretColumns!.hmac)!.value : values[name];
     return { column: comparedColumn(field), type: field.kind === 'secret' ? 'bytea' : sqlType(field), value };
