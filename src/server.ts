@@ -67,14 +67,17 @@ class Connection {
   private readonly pending = new Set<Promise<void>>();
   private unsafe = 0;
 
-  admit(req: IncomingMessage, res: ServerResponse, run: () => void): void {
+  /** `closed`: what else is to be done when the answer is out (the server's count): one listener for both. */
+  admit(req: IncomingMessage, res: ServerResponse, run: () => void, closed: (() => void) | null): void {
     const safe = SAFE.has(req.method ?? '');
     const before = safe && this.unsafe === 0 ? null : [...this.pending];
     let done!: () => void;
     const answered = new Promise<void>((resolve) => (done = resolve));
     this.pending.add(answered);
     if (!safe) this.unsafe += 1;
+    // emitted once answered, or once the connection drops
     res.once('close', () => {
+      closed?.();
       this.pending.delete(answered);
       if (!safe) this.unsafe -= 1;
       done();
@@ -132,17 +135,15 @@ class Answers {
 
   admit(req: IncomingMessage, res: ServerResponse, listener: RequestListener): void {
     if (this.stopping) Answers.closeAfter(res);
-    else {
-      this.unanswered.add(res);
-      // emitted once answered, or once the connection drops
-      res.once('close', () => {
-        this.unanswered.delete(res);
-        if (this.lastAnswered && !this.pending()) this.lastAnswered();
-      });
-    }
+    else this.unanswered.add(res);
     let connection = this.connections.get(req.socket);
     if (!connection) this.connections.set(req.socket, (connection = new Connection()));
-    connection.admit(req, res, () => void listener(req, res));
+    connection.admit(req, res, () => void listener(req, res), this.stopping ? null : () => this.answered(res));
+  }
+
+  private answered(res: ServerResponse): void {
+    this.unanswered.delete(res);
+    if (this.lastAnswered && !this.pending()) this.lastAnswered();
   }
 
   /** The socket's connection, when a request came on it. */

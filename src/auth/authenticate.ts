@@ -120,6 +120,22 @@ export interface Credential {
 }
 
 /**
+ * The scope words of a token's scope text, made once per text: tokens share a few texts, and a
+ * Set made for every request was a measurable share of it. At most SCOPE_TEXTS are kept (a
+ * service with more distinct texts starts over): the sets are read-only, shared by every caller.
+ */
+const SCOPE_TEXTS = 1024;
+const scopeSets = new Map<string, ReadonlySet<string>>();
+function scopesOf(scope: string): ReadonlySet<string> {
+  let words = scopeSets.get(scope);
+  if (!words) {
+    if (scopeSets.size >= SCOPE_TEXTS) scopeSets.clear();
+    scopeSets.set(scope, (words = parseScopes(scope)));
+  }
+  return words;
+}
+
+/**
  * The caller behind a credential (401 otherwise), on every transport: REST, GraphQL over HTTP,
  * WebSocket and Server-Sent Events. As `extras` asks, it carries the snapshot its answers are
  * kept under (the read cache is on) and its read floor (replicas serve reads).
@@ -130,7 +146,7 @@ export async function authenticate(db: { sql: Sql; keyring: SecretHashes }, cred
   const caller: Caller = {
     tokenId: token.tokenId,
     userId: token.userId,
-    scopes: parseScopes(token.scope),
+    scopes: scopesOf(token.scope),
     client: credential.client,
     requestId: credential.requestId,
   };

@@ -72,6 +72,16 @@ describe('bodies and methods', () => {
     expect(response.headers.get('allow')).toBe('GET, HEAD, POST');
   });
 
+  test('the endpoint is /graphql whatever its letters case and a trailing slash, as every route; a path below it is a 404', async () => {
+    for (const path of ['/GraphQL', '/graphql/', '/GRAPHQL//']) {
+      const res = await svc.request('POST', path, { body: { query: '{ viewer { id } }' } });
+      expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 200, body: { data: { viewer: { id: expect.any(String) } } } });
+    }
+    const below = await svc.request('POST', '/graphql/x', { body: { query: '{ viewer { id } }' } });
+    expect(below.status).toBe(404);
+    expect(below.body.data).toBeUndefined();
+  });
+
   test('HEAD works where GET does: the Sandbox page and a query, without a body', async () => {
     const page = await fetch(`${svc.url}/graphql`, { method: 'HEAD', headers: { Accept: 'text/html' } });
     expect(page.status).toBe(200);
