@@ -149,19 +149,24 @@ async function bodyBytes(ctx: AppContext): Promise<Buffer> {
 }
 
 /**
+ * Whether the request declares no body: neither a length nor chunks (an empty body that is
+ * declared, `Content-Length: 0`, is still parsed: as JSON it is no object). Its body is then `{}`.
+ * Synchronous, so that a GET's pipeline need not wait a promise for a body it does not have.
+ */
+export function bodyless(ctx: AppContext): boolean {
+  if (ctx.req.headers['content-length'] !== undefined || ctx.req.headers['transfer-encoding'] !== undefined) return false;
+  ctx.request.body ??= {};
+  return true;
+}
+
+/**
  * Reads the request's body into `ctx.request.body` (and its text into `rawBody`): 415 for another
  * declared type or charset, 413 over 1 MiB, 400 when it is not UTF-8 or does not parse; it
  * resolves once the whole body is in: a request's answer never starts before its body arrived.
  * None of the messages echo the body (it can hold secrets).
  */
 export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
-  if (ctx.request.body !== undefined) return; // read already
-  // Neither a length nor chunks: there is no body (an empty body that is declared,
-  // `Content-Length: 0`, is still parsed: as JSON it is no object).
-  if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
-    ctx.request.body = {};
-    return;
-  }
+  if (ctx.request.body !== undefined || bodyless(ctx)) return; // read already, or none sent
   const type = ctx.is(...accepted[kind]);
   if (!type) {
     if (hasBody(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);

@@ -7,7 +7,7 @@ import type { Database } from '../db/database.js';
 import { cachedRead } from './cached-read.js';
 import type { ReadCache } from '../read-cache/store.js';
 import type { AppContext, AppState, RouteContext } from './context.js';
-import { readBody, type BodyKind } from './middleware.js';
+import { bodyless, readBody, type BodyKind } from './middleware.js';
 import type { Schema } from './openapi-schemas.js';
 
 /**
@@ -103,7 +103,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       const header = authorizationOf(ctx.req);
       // Without a credential there is nothing to wait for: the 401 comes at once.
       const bodyProblem =
-        header === undefined
+        header === undefined || bodyless(ctx)
           ? null
           : await readBody(ctx, route.body ?? 'json').then(
               () => null,

@@ -43,12 +43,15 @@ export function readsPage(ctx: AppContext): boolean {
 
 /** GET/HEAD of these paths answer these files (cached a day by the browser); other paths go on. */
 export function serveFiles(files: Readonly<Record<string, StaticFile>>): Middleware<AppState> {
-  return async function staticFiles(ctx, next) {
+  // Not `async`: every request passes here, and all but these paths go straight on (no promise of its own).
+  return function staticFiles(ctx, next) {
     const file = Object.hasOwn(files, ctx.path) ? files[ctx.path] : undefined;
     if (!file) return next();
-    if (!readsPage(ctx)) return;
-    ctx.type = file.type;
-    ctx.set('Cache-Control', 'public, max-age=86400');
-    ctx.body = file.body;
+    if (readsPage(ctx)) {
+      ctx.type = file.type;
+      ctx.set('Cache-Control', 'public, max-age=86400');
+      ctx.body = file.body;
+    }
+    return Promise.resolve();
   };
 }
