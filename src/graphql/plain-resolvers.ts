@@ -4,7 +4,8 @@ import { Extensions } from 'type-graphql';
 
 /**
  * Nested fields that run once per parent record (`User.applications` for each of a page's 50
- * users) run as plain graphql-js resolvers: the method is called as `(root, args, context, info)`,
+ * users), and the standard root fields of a record type (src/graphql/record-resolver.ts), run as
+ * plain graphql-js resolvers: the method is called as `(root, args, context, info)`,
  * with the arguments as the executor coerced them.
  *
  * type-graphql calls a resolver method through its own wrapper: for each call it sorts the
@@ -30,6 +31,15 @@ export function PlainResolver(): MethodDecorator {
     if (typeof descriptor.value !== 'function') throw new Error(`@PlainResolver() marks a method, not ${String(name)}`);
     Extensions({ [PLAIN]: descriptor.value })(prototype, name, descriptor);
   };
+}
+
+/**
+ * Makes `resolve` (graphql-js's `(root, args, context, info)`) the field's resolver: for a field
+ * declared with type-graphql whose method takes its own parameters (src/graphql/record-resolver.ts's
+ * root fields adapt theirs).
+ */
+export function plainResolve(prototype: object, name: string, resolve: GraphQLFieldResolver<unknown, unknown>): void {
+  Extensions({ [PLAIN]: resolve })(prototype, name);
 }
 
 /** The schema with every field marked by `@PlainResolver()` resolved by its method. */

@@ -10,6 +10,7 @@ import { callerOf, type GraphQLContext } from './context.js';
 import { inArgument } from './errors.js';
 import { listInput } from './filters.js';
 import type { RecordTypes } from './record-types.js';
+import { plainResolve } from './plain-resolvers.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
 
 /**
@@ -47,9 +48,11 @@ export function params(cls: ClassType, name: string, ...decorators: ((prototype:
 
 const lower = (type: string) => type[0].toLowerCase() + type.slice(1);
 
-type ParamDecorator = (prototype: object, propertyKey: string, parameterIndex: number) => void;
 /** type-graphql's return type function (its ReturnTypeFunc, which it does not export). */
 type Returns = Extract<Parameters<typeof Query>[0], () => unknown>;
+
+/** One parameter of a root field's method: an argument by name (type-graphql's `@Arg`), or all of them as one object (`@Args`). */
+type RootArg = { name: string; type: Parameters<typeof Arg>[1] } | { all: () => ClassType };
 
 /** One root field on a resolver class: its method (arguments, then the context, then `info` if it reads it) and its decorators. */
 interface RootField {
@@ -57,17 +60,39 @@ interface RootField {
   kind: 'query' | 'mutation';
   returns: Returns;
   options: { name?: string; description?: string; nullable?: boolean };
-  args: readonly ParamDecorator[];
+  args: readonly RootArg[];
   withInfo?: boolean;
   cacheable?: boolean;
   resolve: (...args: never[]) => unknown;
 }
 
+/**
+ * Declares a root field with type-graphql (its type, arguments and description: one schema) and
+ * resolves it with its method called straight from graphql-js's arguments (src/graphql/plain-resolvers.ts
+ * says why): type-graphql's wrapper made instances of the input classes and awaited a validation
+ * step with validation off, ~10 µs of a GraphQL write. The arguments are graphql-js's coerced
+ * values, which every resolver here parses at the edge as it did the instances.
+ */
 function rootField(Resolver_: ClassType, field: RootField): void {
   const d = method(Resolver_, field.key, field.resolve);
-  params(Resolver_, field.key, ...field.args, Ctx(), ...(field.withInfo ? [Info()] : []));
+  params(
+    Resolver_,
+    field.key,
+    ...field.args.map((arg) => ('all' in arg ? Args(arg.all) : Arg(arg.name, arg.type))),
+    Ctx(),
+    ...(field.withInfo ? [Info()] : []),
+  );
   (field.kind === 'query' ? Query : Mutation)(field.returns, field.options)(Resolver_.prototype, field.key, d);
   if (field.cacheable) Extensions(CACHEABLE)(Resolver_.prototype, field.key);
+  const picks = field.args.map((arg) => ('all' in arg ? (args: Record<string, unknown>) => args : (args: Record<string, unknown>) => args[arg.name]));
+  const resolve = field.resolve as (...params: unknown[]) => unknown;
+  plainResolve(
+    Resolver_.prototype,
+    field.key,
+    field.withInfo
+      ? (_root, args, ctx, info) => resolve(...picks.map((pick) => pick(args)), ctx, info)
+      : (_root, args, ctx) => resolve(...picks.map((pick) => pick(args)), ctx),
+  );
 }
 
 /** The queries of a record type: the list, its keyset twin, one record (each its service's `list` or `get` permission first). */
@@ -85,7 +110,7 @@ function recordQueries<R extends Resource>(
       kind: 'query',
       returns: () => types.Page,
       options: { name: plural },
-      args: [Args(() => types.ListArgsWithDeleted)],
+      args: [{ all: () => types.ListArgsWithDeleted }],
       withInfo: true,
       cacheable,
       resolve: async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
@@ -100,7 +125,7 @@ function recordQueries<R extends Resource>(
       kind: 'query',
       returns: () => types.Connection,
       options: { name: `${plural}Connection`, description: `${type}s as keyset pages (Relay connection): first/after or last/before.` },
-      args: [Args(() => types.ConnectionArgsWithDeleted)],
+      args: [{ all: () => types.ConnectionArgsWithDeleted }],
       withInfo: true,
       cacheable,
       resolve: async (args: never, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
@@ -116,7 +141,7 @@ function recordQueries<R extends Resource>(
       kind: 'query',
       returns: () => types.Type,
       options: { name: singular, nullable: true, description: `null when there is no live ${singular} with this id.` },
-      args: [Arg('id', () => ID)],
+      args: [{ name: 'id', type: () => ID }],
       withInfo: true,
       cacheable,
       resolve: async (id: string, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
@@ -152,7 +177,7 @@ function recordMutations<R extends Resource>(
     requirePermission(caller, service.permissions[op]);
     return { caller, service };
   };
-  const mutation = (key: Standard, returns: Returns, name: string, description: object, args: ParamDecorator[], resolve: RootField['resolve']): RootField => ({
+  const mutation = (key: Standard, returns: Returns, name: string, description: object, args: RootArg[], resolve: RootField['resolve']): RootField => ({
     key,
     kind: 'mutation',
     returns,
@@ -160,14 +185,14 @@ function recordMutations<R extends Resource>(
     args,
     resolve,
   });
-  const id = Arg('id', () => ID);
+  const id: RootArg = { name: 'id', type: () => ID };
   return {
     create: mutation(
       'create',
       () => types.Type,
       `create${type}`,
       describe('create'),
-      [Arg('input', () => types.Input!)],
+      [{ name: 'input', type: () => types.Input! }],
       async (input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'create');
         return inArgument('input', () => service.create(caller, ctx.sql, writeInput(service, input, 'create')));
@@ -178,7 +203,7 @@ function recordMutations<R extends Resource>(
       () => types.Type,
       `update${type}`,
       describe('update', 'Replaces every writable field.'),
-      [id, Arg('input', () => types.Input!)],
+      [id, { name: 'input', type: () => types.Input! }],
       async (raw: string, input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'replace');
         const recordId = parseId(raw);
@@ -190,7 +215,7 @@ function recordMutations<R extends Resource>(
       () => types.Type,
       `patch${type}`,
       describe('patch', 'Changes only the fields given.'),
-      [id, Arg('input', () => types.Patch!)],
+      [id, { name: 'input', type: () => types.Patch! }],
       async (raw: string, input: unknown, ctx: GraphQLContext) => {
         const { caller, service } = begin(ctx, 'patch');
         const recordId = parseId(raw);

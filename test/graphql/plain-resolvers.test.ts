@@ -23,6 +23,40 @@ describe('plain resolvers', () => {
     }
   });
 
+  it('resolves the standard root fields of a record type plainly (its own fields keep the call through type-graphql)', async () => {
+    const schema = await graphQLSchema();
+    const standard = [
+      'Query.users',
+      'Query.usersConnection',
+      'Query.user',
+      'Mutation.createUser',
+      'Mutation.updateUser',
+      'Mutation.patchUser',
+      'Mutation.destroyUser',
+      'Mutation.restoreUser',
+      'Mutation.applyUserID',
+    ];
+    for (const path of standard) {
+      const { resolve, extensions } = field(schema, path);
+      expect({ path, plain: typeof extensions.plainResolver, resolve: resolve === extensions.plainResolver }).toEqual({
+        path,
+        plain: 'function',
+        resolve: true,
+      });
+    }
+    // Every record type: applications, roles and tokens too.
+    for (const path of [
+      'Query.applications',
+      'Query.role',
+      'Query.tokensConnection',
+      'Mutation.patchApplication',
+      'Mutation.destroyRole',
+      'Mutation.destroyToken',
+    ]) {
+      expect({ path, plain: field(schema, path).resolve === field(schema, path).extensions.plainResolver }).toEqual({ path, plain: true });
+    }
+  });
+
   it('keeps what else a marked field declares (its arguments, and whether it may be cached)', async () => {
     const schema = await graphQLSchema();
     const applications = field(schema, 'User.applications');
