@@ -1,4 +1,4 @@
-import { createLogger, isoTimeByMillisecond } from '../../src/observability/log.js';
+import { createLogger, isoTimeByMillisecond, LinePages } from '../../src/observability/log.js';
 
 /** The service log's line format (src/observability/log.ts), without a service. */
 
@@ -30,4 +30,17 @@ test('the time field is the clock’s millisecond when the line is written, made
   expect(time()).toBe(',"time":"2026-11-27T06:00:00.124Z"');
   now += 5_000;
   expect(time()).toBe(',"time":"2026-11-27T06:00:05.124Z"');
+});
+
+test('lines are handed on in pages: whole lines, in order, once a page is full, the rest at a flush', () => {
+  const writes: string[] = [];
+  const pages = new LinePages({ write: (text) => writes.push(text) }, 30);
+  const lines = Array.from({ length: 7 }, (_, i) => `{"n":${i},"msg":"x"}\n`); // 18 characters each
+  for (const line of lines) pages.write(line);
+  expect(writes).toEqual([lines[0] + lines[1], lines[2] + lines[3], lines[4] + lines[5]]);
+  pages.flush();
+  expect(writes).toEqual([lines[0] + lines[1], lines[2] + lines[3], lines[4] + lines[5], lines[6]]);
+  pages.flush(); // nothing gathered: nothing written
+  expect(writes).toHaveLength(4);
+  expect(writes.join('')).toBe(lines.join(''));
 });
