@@ -177,12 +177,21 @@ function recordMutations<R extends Resource>(
     requirePermission(caller, service.permissions[op]);
     return { caller, service };
   };
-  const mutation = (key: Standard, returns: Returns, name: string, description: object, args: RootArg[], resolve: RootField['resolve']): RootField => ({
+  const mutation = (
+    key: Standard,
+    returns: Returns,
+    name: string,
+    description: object,
+    args: RootArg[],
+    resolve: RootField['resolve'],
+    withInfo = false,
+  ): RootField => ({
     key,
     kind: 'mutation',
     returns,
     options: { name, ...description },
     args,
+    withInfo,
     resolve,
   });
   const id: RootArg = { name: 'id', type: () => ID };
@@ -193,10 +202,11 @@ function recordMutations<R extends Resource>(
       `create${type}`,
       describe('create'),
       [{ name: 'input', type: () => types.Input! }],
-      async (input: unknown, ctx: GraphQLContext) => {
+      async (input: unknown, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
         const { caller, service } = begin(ctx, 'create');
-        return inArgument('input', () => service.create(caller, ctx.sql, writeInput(service, input, 'create')));
+        return inArgument('input', () => service.create(caller, ctx.sql, writeInput(service, input, 'create'), undefined, { fields: selectedFields(info) }));
       },
+      true,
     ),
     update: mutation(
       'update',
@@ -204,11 +214,13 @@ function recordMutations<R extends Resource>(
       `update${type}`,
       describe('update', 'Replaces every writable field.'),
       [id, { name: 'input', type: () => types.Input! }],
-      async (raw: string, input: unknown, ctx: GraphQLContext) => {
+      async (raw: string, input: unknown, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
         const { caller, service } = begin(ctx, 'replace');
         const recordId = parseId(raw);
-        return (await inArgument('input', () => service.replace(caller, ctx.sql, recordId, writeInput(service, input, 'replace')))).record;
+        const fields = selectedFields(info);
+        return (await inArgument('input', () => service.replace(caller, ctx.sql, recordId, writeInput(service, input, 'replace'), { fields }))).record;
       },
+      true,
     ),
     patch: mutation(
       'patch',
@@ -216,11 +228,13 @@ function recordMutations<R extends Resource>(
       `patch${type}`,
       describe('patch', 'Changes only the fields given.'),
       [id, { name: 'input', type: () => types.Patch! }],
-      async (raw: string, input: unknown, ctx: GraphQLContext) => {
+      async (raw: string, input: unknown, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
         const { caller, service } = begin(ctx, 'patch');
         const recordId = parseId(raw);
-        return inArgument('input', () => service.patch(caller, ctx.sql, recordId, writeInput(service, input, 'patch')));
+        const fields = selectedFields(info);
+        return inArgument('input', () => service.patch(caller, ctx.sql, recordId, writeInput(service, input, 'patch'), 'patch', { fields }));
       },
+      true,
     ),
     destroy: mutation(
       'destroy',

@@ -148,11 +148,16 @@ function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, de
   const BY_IDS = `select ${resource.columns} from ${resource.table} t where t.id = any(?::bigint[]) and t.deleted_at is null`;
   const LOCKED = `select ${resource.columns}, t.deleted_at is not null as deleted from ${resource.table} t where t.id = ? for update`;
   const LIVE_COUNT = `select live as total from live_counts where table_name = '${resource.table}'`;
-  const context = (caller: Caller) => ({ caller, ...(hooks.encode ? { encode: hooks.encode } : {}) });
   const whereSql = (where: SqlFragment | null) => (where ? ` where ${where.sql}` : '');
 
   // A resource whose records are made from their rows by a hook (a token: its secrets opened) reads whole rows.
   const projects = !hooks.fromRow;
+  /** What a write runs with: the caller, how values are stored, and the fields it answers (`options.fields`, when the resource projects). */
+  const context = (caller: Caller, options: ReadOptions = {}) => ({
+    caller,
+    ...(hooks.encode ? { encode: hooks.encode } : {}),
+    ...(options.fields && projects ? { answer: resource.columnsOf(options.fields) } : {}),
+  });
   /** The select list of a read of the scope: the fields asked for, or all. */
   const columnsFor = (fields: ReadonlySet<string> | undefined, scope: DeletedScope = 'live') =>
     fields && projects ? resource.columnsOf(fields, scope !== 'live') : scope === 'live' ? resource.columns : resource.columnsWithDeletedAt;
@@ -319,9 +324,9 @@ function recordWrites<R extends Resource>(core: Core<R>) {
      * reserve one with "apply id" and then create the record with it. A reserved, unused id is
      * claimed; the id of a record that exists, even deleted, is a 409; any other id a 400.
      */
-    async create(caller: Caller, sql: Sql, values: Values, id?: number): Promise<Rec> {
+    async create(caller: Caller, sql: Sql, values: Values, id?: number, options: ReadOptions = {}): Promise<Rec> {
       requirePermission(caller, permissions.create);
-      const statement = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
+      const statement = insertStatement(resource, values, { ...context(caller, options), extra: hooks.onCreate?.(caller), claimId: id });
       const [row] = await checked(sql, caller, null, values, (runner) => writeRows(runner, statement, values));
       if (row) return fromRow(row);
       const [existing] = await sql.rows(`select 1 as found from ${resource.table} where id = ?`, [id]);
@@ -333,12 +338,12 @@ function recordWrites<R extends Resource>(core: Core<R>) {
      * PUT: replaces every writable field of the live record; on an id reserved by "apply id" that
      * has no record yet, creates it.
      */
-    async replace(caller: Caller, sql: Sql, id: number, values: Values): Promise<Replaced<Rec>> {
+    async replace(caller: Caller, sql: Sql, id: number, values: Values, options: ReadOptions = {}): Promise<Replaced<Rec>> {
       requirePermission(caller, permissions.replace);
-      const claim = insertStatement(resource, values, { ...context(caller), extra: hooks.onCreate?.(caller), claimId: id });
+      const claim = insertStatement(resource, values, { ...context(caller, options), extra: hooks.onCreate?.(caller), claimId: id });
       const attempt = () =>
         checked(sql, caller, { id, mayCreate: true }, values, async (runner, current): Promise<Replaced<Rec> | null> => {
-          const update = updateStatement(resource, id, values, 'update', { ...context(caller), alsoSet: current && hooks.onChange?.(current) });
+          const update = updateStatement(resource, id, values, 'update', { ...context(caller, options), alsoSet: current && hooks.onChange?.(current) });
           const [updated] = await writeRows(runner, update, values);
           if (updated) return { record: fromRow(updated), created: false };
           const [created] = await writeRows(runner, claim, values);
@@ -355,11 +360,19 @@ function recordWrites<R extends Resource>(core: Core<R>) {
       return replaced;
     },
 
-    /** Changes the given fields of the live record (PATCH, a user's status: `action` names it in the audit log). */
-    async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch'): Promise<Rec> {
+    /**
+     * Changes the given fields of the live record (PATCH, a user's status: `action` names it in the
+     * audit log). As create and replace: `options.fields` (GraphQL's selection) are the fields the
+     * answer needs, and the statement answers only those and the id; every field without it (REST).
+     */
+    async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch', options: ReadOptions = {}): Promise<Rec> {
       requirePermission(caller, permissions.patch);
       const [row] = await checked(sql, caller, { id }, values, (runner, current) =>
-        writeRows(runner, updateStatement(resource, id, values, action, { ...context(caller), alsoSet: current && hooks.onChange?.(current) }), values),
+        writeRows(
+          runner,
+          updateStatement(resource, id, values, action, { ...context(caller, options), alsoSet: current && hooks.onChange?.(current) }),
+          values,
+        ),
       );
       if (!row) throw notFound(id);
       return fromRow(row);

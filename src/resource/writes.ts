@@ -97,6 +97,12 @@ export interface WriteContext {
   encode?: Encode;
   /** Service-set columns written with the change, neither compared nor in the audit event (a token's secrets, sealed afresh). */
   alsoSet?: ColumnValue[] | null;
+  /**
+   * The select list the statement answers the record with (the resource's `columnsOf`: the fields
+   * a GraphQL selection asks for); every output field when absent. Each column answered costs the
+   * driver a field description and a value to parse on every write.
+   */
+  answer?: string;
 }
 
 /** The resource's fields that `values` holds, in the resource's order (not the body's: one statement shape per set of fields). */
@@ -134,7 +140,7 @@ export function insertStatement(
     ? `n as (insert into ${resource.table} (id, ${names.join(', ')}) select c.id, ${placeholders.join(', ')} from c returning *)`
     : `n as (insert into ${resource.table} (${names.join(', ')}) values (${placeholders.join(', ')}) returning *)`;
   text += `, a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`;
-  text += ` select ${resource.columns} from n t`;
+  text += ` select ${context.answer ?? resource.columns} from n t`;
   params.push(...actor(context.caller));
   return { text, params };
 }
@@ -156,8 +162,9 @@ export function updateStatement(resource: Resource, id: number, values: Record<s
   const params: unknown[] = [id, ...written.map((c) => c.value), ...compared.map((c) => c.value), ...actor(context.caller)];
   // The text follows from the statement's shape alone (the action, the columns written, the fields
   // named); every value is a parameter.
-  const shape = `${action} ${written.map((c) => `${c.column}:${c.type}`).join(',')} ${named.map(([name]) => name).join(',')}`;
-  return { text: shapedText(resource, shape, () => updateText(resource, written, compared, named, action)), params };
+  const answer = context.answer ?? resource.columns;
+  const shape = `${action} ${written.map((c) => `${c.column}:${c.type}`).join(',')} ${named.map(([name]) => name).join(',')} ${answer === resource.columns ? '*' : answer}`;
+  return { text: shapedText(resource, shape, () => updateText(resource, written, compared, named, action, answer)), params };
 }
 
 function updateText(
@@ -166,6 +173,7 @@ function updateText(
   compared: readonly Omit<ColumnValue, 'value'>[],
   named: readonly (readonly [string, Field])[],
   action: AuditAction,
+  answer: string,
 ): string {
   const set = written.map((c) => `${c.column} = ?::${c.type}`);
   const differs = compared.map((c) => `t.${c.column} is distinct from ?::${c.type}`);
@@ -173,7 +181,7 @@ function updateText(
     `with o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null for no key update)` +
     `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)` +
     `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(named, 'o', 'n')} from n join o on o.id = n.id)` +
-    ` select ${resource.columns} from (select * from n union all select * from o where not exists (select 1 from n)) t`
+    ` select ${answer} from (select * from n union all select * from o where not exists (select 1 from n)) t`
   );
 }
 

@@ -190,6 +190,22 @@ describe('users', () => {
     expect((await svc.request('GET', `/user/${before.id}`)).body).toEqual(restUser(patchUser));
   });
 
+  test('a write answers with the columns its selection asks for (and the id); what it writes is every field given', async () => {
+    const before = await gqlUser({ outKey: 'narrow', status: 2 });
+    svc.queries.length = 0;
+    const { patchUser } = await run(`mutation($id: ID!) { patchUser(id: $id, input: { lastName: "Narrow", status: 4 }) { firstName } }`, { id: before.id });
+    expect(patchUser).toEqual({ firstName: before.firstName });
+    const write = svc.queries.find((text) => text.includes('insert into audit_events'))!;
+    expect(write.split(') select ').at(-1)!.split(' from (select * from n union all')[0]).toBe('t.id as "id", t.first_name as "firstName"');
+    const [row] = await svc.sql<Json>('select last_name, status, out_key from users where id = ?', [before.id]);
+    expect(row).toEqual({ last_name: 'Narrow', status: 4, out_key: 'narrow' });
+    // Nested fields read from the record's id; a selection of every field answers every column, as REST's does.
+    const { patchUser: whole } = await run(`mutation($id: ID!) { patchUser(id: $id, input: { status: 5 }) { ${USER} applications { total } } }`, {
+      id: before.id,
+    });
+    expect(whole).toEqual({ ...before, lastName: 'Narrow', status: 5, updatedAt: expect.stringMatching(ISO), applications: { total: 0 } });
+  });
+
   test('patchUser: an explicit null on a nullable field sets it to null; leaving it out keeps it', async () => {
     const before = await gqlUser({ outKey: 'ok', avatarUrl: 'av', photoUrl: 'ph' });
     const { patchUser } = await run(`mutation($id: ID!) { patchUser(id: $id, input: {outKey: null, photoUrl: null}) { ${USER} } }`, {
