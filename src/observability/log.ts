@@ -51,14 +51,30 @@ export class LinePages {
     if (this.size >= this.pageSize) this.flush();
   }
 
-  /** Hands what is gathered to the writer, as one text. */
-  flush(): void {
+  /** Hands what is gathered to the writer (or to `to`), as one text. */
+  flush(to: { write(text: string): unknown } = this.out): void {
     if (this.lines.length === 0) return;
     const page = this.lines.join('');
     this.lines = [];
     this.size = 0;
-    this.out.write(page);
+    to.write(page);
   }
+}
+
+/** What is written when the process exits, however it exits (process.exit, an uncaught error, the end of work). */
+const atExit = new Set<() => void>();
+function flushedAtExit(flush: () => void): void {
+  if (atExit.size === 0)
+    process.on('exit', () => {
+      for (const each of atExit) {
+        try {
+          each();
+        } catch {
+          // stderr already closed: nothing more can be said
+        }
+      }
+    });
+  atExit.add(flush);
 }
 /**
  * pino's time field (`,"time":"<ISO 8601>"`), made once per millisecond: under load a dozen lines
@@ -95,13 +111,22 @@ export function createLogger(level: LogLevel, write?: (line: string) => void, fo
     // FLUSH_MS later): one write per page of lines, not one per request, which under load was a
     // tenth of the service's CPU. Each write hands the bytes to a libuv thread and back.
     const stream = pino.destination({ dest: 2, sync: false, maxWrite: 2 * PAGE_BYTES });
+    // At a stop and at exit the last page must be out before the process ends: the asynchronous
+    // stream would start a write the exit does not wait for, so it goes through a synchronous one
+    // (sonic-boom's own: partial writes and a full pipe handled), after what the first still holds.
+    const lastPage = pino.destination({ dest: 2, sync: true });
     const pages = new LinePages(stream, PAGE_BYTES);
     setInterval(() => pages.flush(), FLUSH_MS).unref();
     destination = pages;
     flushSync = () => {
-      pages.flush();
-      stream.flushSync();
+      try {
+        stream.flushSync();
+      } finally {
+        pages.flush(lastPage);
+      }
     };
+    // pino's exit hook writes what sonic-boom holds; the page gathered here is this logger's own.
+    flushedAtExit(flushSync);
   }
   const logger = pino(
     {

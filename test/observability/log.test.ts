@@ -1,3 +1,5 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { createLogger, isoTimeByMillisecond, LinePages } from '../../src/observability/log.js';
 
 /** The service log's line format (src/observability/log.ts), without a service. */
@@ -43,4 +45,24 @@ test('lines are handed on in pages: whole lines, in order, once a page is full, 
   pages.flush(); // nothing gathered: nothing written
   expect(writes).toHaveLength(4);
   expect(writes.join('')).toBe(lines.join(''));
+});
+
+test('every line logged before the process ends is on stderr, in order: process.exit, an uncaught error, a stop, the end of work', () => {
+  // A real process with the service's own logger (the built one: the test needs stderr as the service has it).
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  execFileSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: root });
+  const logger = new URL('dist/src/observability/log.js', `file://${root}`).href;
+  for (const ending of ['process.exit(1)', 'throw new Error("boom")', 'log.flush(); process.exit(0)', '']) {
+    // 300 lines of ~150 bytes: pages go out while it runs, and the last one when it ends.
+    const script = `import { createLogger } from '${logger}';
+      const log = createLogger('info', undefined, 'json');
+      for (let i = 0; i < 300; i++) log.info('line', { i, pad: 'x'.repeat(100) });
+      ${ending}`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const numbers = run.stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{"level"'))
+      .map((line) => (JSON.parse(line) as { i: number }).i);
+    expect({ ending, numbers }).toEqual({ ending, numbers: Array.from({ length: 300 }, (_, i) => i) });
+  }
 });
