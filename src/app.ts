@@ -187,7 +187,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
   // errors on its own. It is one path, taken before the router (whose paths never overlap it, and
   // match whatever their letters' case, as this does; the edge has cut a trailing slash): the
   // router matches a path against every route it holds, a measurable share of a GraphQL request.
-  app.use((ctx, next) => (ctx.path.toLowerCase() === '/graphql' ? graphql.middleware(ctx, next) : next()));
+  app.use((ctx, next) => (isGraphQLPath(ctx.path) ? graphql.middleware(ctx, next) : next()));
   mountRoutes(routes, { db, readCache }, config.basePath, router);
   app.use(router.routes());
   app.use(router.allowedMethods());
@@ -198,11 +198,13 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
   return app.callback() as RequestListener;
 }
 
+/** GraphQL's one path, whatever its letters' case (as the router matches its own paths). */
+const isGraphQLPath = (path: string) => path.toLowerCase() === '/graphql';
+
 /** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
 function methodsOf(router: Router<AppState>, rawPath: string): string[] {
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
-  // Paths match whatever their letters' case (the router's default): /GRAPHQL is GraphQL's too.
-  if (path.toLowerCase() === '/graphql') return [...GRAPHQL_METHODS, 'OPTIONS'];
+  if (isGraphQLPath(path)) return [...GRAPHQL_METHODS, 'OPTIONS'];
   if (path === '/graphiql' || path === '/docs' || path.startsWith('/graphiql/') || path.startsWith('/docs/')) return ['GET', 'HEAD', 'OPTIONS'];
   const methods = new Set<string>();
   for (const layer of router.match(path, 'GET').path) for (const method of layer.methods) methods.add(method);

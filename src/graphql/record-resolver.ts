@@ -86,13 +86,8 @@ function rootField(Resolver_: ClassType, field: RootField): void {
   if (field.cacheable) Extensions(CACHEABLE)(Resolver_.prototype, field.key);
   const picks = field.args.map((arg) => ('all' in arg ? (args: Record<string, unknown>) => args : (args: Record<string, unknown>) => args[arg.name]));
   const resolve = field.resolve as (...params: unknown[]) => unknown;
-  plainResolve(
-    Resolver_.prototype,
-    field.key,
-    field.withInfo
-      ? (_root, args, ctx, info) => resolve(...picks.map((pick) => pick(args)), ctx, info)
-      : (_root, args, ctx) => resolve(...picks.map((pick) => pick(args)), ctx),
-  );
+  // `info` goes last whether the method reads it or not (one it does not declare is ignored).
+  plainResolve(Resolver_.prototype, field.key, (_root, args, ctx, info) => resolve(...picks.map((pick) => pick(args)), ctx, info));
 }
 
 /** The queries of a record type: the list, its keyset twin, one record (each its service's `list` or `get` permission first). */
