@@ -18,7 +18,6 @@ import type { AnyModule } from './module/module.js';
 import { apiRoutes as routesOf } from './module/registry.js';
 import { MODULES } from './modules.js';
 import type { Logger } from './observability/log.js';
-import { DatabaseOutage } from './observability/outage.js';
 import type { ReadCache } from './read-cache/store.js';
 import type { Services } from './services.js';
 
@@ -167,7 +166,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
   app.use(
     requestEdge({
       log,
-      outage: new DatabaseOutage(log),
+      outage: db.outage,
       observe: metrics ? (ctx) => metrics.observe(ctx) : null,
       cors: config.corsOrigins ? corsMiddleware(config.corsOrigins, (path) => methodsOf(router, path)) : null,
     }),

@@ -3,6 +3,7 @@ import { PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../observability/log.js';
+import { DatabaseOutage } from '../observability/outage.js';
 import type { EmbeddedPostgres } from './embedded.js';
 import { loadKeyring, type Keyring } from './keyring.js';
 import { ormOptions, type OrmSchema } from './orm.js';
@@ -48,6 +49,8 @@ export interface Database {
    * The embedded database has one process by construction: no lock there.
    */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /** Where an outage of this database starts and ends: one log line each, whichever part of the instance notices. */
+  outage: DatabaseOutage;
   /** True when the database answers and no migration is pending. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -104,7 +107,7 @@ export interface OpenOptions {
   /** A command-line tool reaches an embedded database that a running service holds through that service. */
   shareEmbedded?: boolean;
   onStatement?: StatementListener;
-  /** Where the replicas' state changes are told. */
+  /** Where the replicas' state changes and the database's outages are told. */
   log?: Logger;
 }
 
@@ -217,6 +220,7 @@ export async function openDatabase(
     kind: embedded ? 'embedded' : 'external',
     shared: embedded ? !embedded.owned : false,
     keyring,
+    outage: new DatabaseOutage(options.log ?? silentLog),
     exclusive,
     migrate: (tell) => exclusive(() => migrate(orm, sql, keyring, options.schema.hooks, tell)),
     poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),

@@ -60,7 +60,7 @@ export function requestEdge(options: {
       sendError(ctx, failureOf(err, ctx, log));
     }
     // A pool too busy to hand out a connection in time is load, not an outage: no outage line.
-    if (ctx.status === 503 && !ctx.state.overloaded) outage.failed(requestId);
+    if (ctx.status === 503 && !ctx.state.overloaded) outage.failed({ requestId });
     // Its token was read from the database, or the readiness probe reached it.
     else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
     const route = routeOf(ctx);

@@ -96,7 +96,7 @@ export interface ModuleRuntime<S> {
   service: S;
   config: Config;
   /** The database: the request pool (`sql`), the key ring, and pools of their own for work that must not queue behind requests (`backgroundSql`). */
-  db: Pick<Database, 'sql' | 'keyring' | 'backgroundSql'>;
+  db: Pick<Database, 'sql' | 'keyring' | 'backgroundSql' | 'outage'>;
   /** The instance's event source: the audit log's events in id order (src/realtime/events.ts). */
   events: EventSource;
   log: Logger;

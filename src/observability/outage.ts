@@ -2,9 +2,11 @@ import type { Logger } from './log.js';
 
 /**
  * One `warn` line when the database becomes unavailable and one when it is back (docs/operations.md), instead
- * of nothing above `info` during thousands of 503s, or one line per failed request. A request that
- * failed as UNAVAILABLE marks the start; the next API request that succeeds (it read the bearer
- * token from the database) marks the end.
+ * of nothing above `info` during thousands of 503s, or one line per failed request or poll. One per
+ * database (src/db/database.ts), told by whatever uses it: a request answered 503 as UNAVAILABLE, or
+ * a background poll (webhook deliveries) that failed the same way, marks the start; the next request
+ * or poll that the database answered marks the end. So an outage is one pair of lines however many
+ * parts of the instance notice it.
  */
 export class DatabaseOutage {
   private since: number | null = null;
@@ -12,16 +14,17 @@ export class DatabaseOutage {
 
   constructor(private readonly log: Logger) {}
 
-  failed(requestId: string): void {
+  /** `noticedBy`: what failed, for the start's line (`{ requestId }` or `{ poll: 'webhooks' }`). */
+  failed(noticedBy: Record<string, string>): void {
     this.failures += 1;
     if (this.since !== null) return;
     this.since = Date.now();
-    this.log.warn('database unavailable: answering 503 until it is back', { requestId });
+    this.log.warn('database unavailable: answering 503 until it is back', noticedBy);
   }
 
   succeeded(): void {
     if (this.since === null) return;
-    this.log.warn('database available again', { downForMs: Date.now() - this.since, failedRequests: this.failures });
+    this.log.warn('database available again', { downForMs: Date.now() - this.since, failures: this.failures });
     this.since = null;
     this.failures = 0;
   }

@@ -41,6 +41,7 @@ export default defineModule({
       keyring: db.keyring,
       events,
       log,
+      outage: db.outage,
       metrics,
       config: config.webhooks,
     });
