@@ -182,7 +182,7 @@ interface Http {
 async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
   const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
   const metrics = config.metrics ? createMetrics(db) : null;
-  const events = openEventSource({ sql: db.sql, log });
+  const events = openEventSource({ sql: db.sql, log, outage: db.outage });
   try {
     const hub = new Hub(events, db.sql, log, config.subscriptionsMax, metrics?.realtime ?? null);
     // One GraphQL gate for HTTP, WebSocket and SSE: the same checks and words on each, on the schema

@@ -1,5 +1,7 @@
 import type { Sql } from '../db/sql.js';
+import { asAppError } from '../errors.js';
 import type { Logger } from '../observability/log.js';
+import type { DatabaseOutage } from '../observability/outage.js';
 
 /**
  * Committed changes, as the audit log records them (docs/graphql.md#subscriptions): one event per audit row, handed to
@@ -90,8 +92,12 @@ export interface EventSource {
   close(): Promise<void>;
 }
 
-export function openEventSource(options: { sql: Sql; log: Logger }): EventSource {
-  const { sql, log } = options;
+/**
+ * `outage`: the database's outage lines (src/observability/outage.ts), where a read the database
+ * could not serve is told, as the instance's outage rather than in a line of its own.
+ */
+export function openEventSource(options: { sql: Sql; log: Logger; outage?: DatabaseOutage }): EventSource {
+  const { sql, log, outage } = options;
   const listeners = new Set<EventListener>();
   /** The newest id read; null while no one listens (a first listener starts from the log's end). */
   let last: number | null = null;
@@ -192,10 +198,17 @@ export function openEventSource(options: { sql: Sql; log: Logger }): EventSource
     timer = undefined;
     if (closed || !listeners.size) return;
     reading = read()
-      .then(() => (warned = false))
+      .then(() => {
+        warned = false;
+        outage?.succeeded();
+      })
       .catch((err: Error) => {
-        // Not migrated yet (MIGRATE=false), or the database away: tried again on the next poll.
-        if (!warned) log.warn('events could not be read; retrying', { error: err?.name });
+        // Tried again on the next poll. The database away is the instance's outage (one pair of
+        // lines, src/observability/outage.ts); anything else (not migrated yet, with MIGRATE=false)
+        // is this source's, told once until a read succeeds.
+        const failure = asAppError(err);
+        if (outage && failure?.code === 'UNAVAILABLE' && !failure.info?.overload) outage.failed({ poll: 'events' });
+        else if (!warned) log.warn('events could not be read; retrying', { error: err?.name });
         warned = true;
       })
       .then(() => {

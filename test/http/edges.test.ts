@@ -1,5 +1,7 @@
 import { rawRequest } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { bearer, collect, untilSubscriptions, wsConnect } from '../support/subscriptions.js';
+import { waitFor } from '../support/wait.js';
 
 /** SPEC §8 "HTTP edges": what Node would answer itself still gets §6's JSON body and an X-Request-Id. */
 let svc: TestService;
@@ -78,38 +80,61 @@ onPostgres('a database outage: 503 with Retry-After, one warn line when it start
   }
 });
 
-onPostgres('a database outage noticed first by the webhook poller: still one warn line when it starts and one when it ends', async () => {
-  // The poller polls every 10 ms: it meets the outage before any request does.
-  const outage = await startTestService({ WEBHOOK_POLL_MS: '10' });
-  try {
-    const user = (await outage.request('POST', '/user/', { body: { firstName: 'A', lastName: 'B' } })).body;
-    const warnings = () =>
-      outage.logLines
-        .map((l) => JSON.parse(l))
-        .filter((l) => l.level === 'warn')
-        .map(({ msg, poll, requestId }) => ({ msg, poll, requestId }));
-    outage.logLines.length = 0;
-    const dbName = (await outage.sql<{ db: string }>('select current_database() as db'))[0].db;
-    const pg = (await import('pg')).default;
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`alter database "${dbName}" allow_connections false`);
-    await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [dbName]);
-    // Until the outage is told (at most 1,000 of the poller's 10 ms rounds; it takes one or two).
-    for (let i = 0; i < 1_000 && warnings().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(warnings()).toEqual([{ msg: 'database unavailable: answering 503 until it is back', poll: 'webhooks', requestId: undefined }]);
-    // Requests meet the same outage: 503, and no second line.
-    for (let i = 0; i < 3; i++) expect((await outage.request('GET', `/user/${user}`)).status).toBe(503);
-    expect(warnings()).toHaveLength(1);
+/** Makes the test service's database refuse connections and cuts those it holds; returns how to bring it back. */
+async function takeDatabaseAway(service: TestService): Promise<() => Promise<void>> {
+  const dbName = (await service.sql<{ db: string }>('select current_database() as db'))[0].db;
+  const pg = (await import('pg')).default;
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`alter database "${dbName}" allow_connections false`);
+  await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [dbName]);
+  return async () => {
     await admin.query(`alter database "${dbName}" allow_connections true`);
     await admin.end();
-    let back = 0;
-    for (let i = 0; i < 20 && back !== 200; i++) back = (await outage.request('GET', `/user/${user}`)).status;
-    expect(back).toBe(200);
-    expect(warnings().map((w) => w.msg)).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
-    // No poller line of its own for the outage.
-    expect(outage.logLines.some((l) => l.includes('could not be polled'))).toBe(false);
-  } finally {
-    await outage.stop();
-  }
+  };
+}
+
+/**
+ * An outage that a background poll meets before any request: the webhook deliveries' poll (every
+ * 10 ms here), or the event source's (every 100 ms while a subscription listens). Still one pair of
+ * lines for the instance, the start's naming the poll, and no line of the poll's own.
+ */
+describe.each([
+  ['the webhook poller', 'webhooks', { WEBHOOK_POLL_MS: '10' }],
+  ['the event source (a subscription listens)', 'events', { WEBHOOK_DELIVERY: 'false' }],
+])('a database outage noticed first by %s', (_, poll, env) => {
+  onPostgres('one warn line when it starts and one when it ends', async () => {
+    const outage = await startTestService(env);
+    // A WebSocket connection starts the event source: only where it should notice first.
+    const ws = poll === 'events' ? wsConnect(outage.url, bearer(outage.adminToken)) : null;
+    try {
+      const user = (await outage.request('POST', '/user/', { body: { firstName: 'A', lastName: 'B' } })).body;
+      if (ws) {
+        await ws.opened;
+        collect(ws.client, 'subscription { userEvents { action } }');
+        await untilSubscriptions(outage, 'userEvents');
+      }
+      const warnings = () =>
+        outage.logLines
+          .map((l) => JSON.parse(l))
+          .filter((l) => l.level === 'warn')
+          .map(({ msg, poll, requestId }) => ({ msg, poll, requestId }));
+      outage.logLines.length = 0;
+      const bringBack = await takeDatabaseAway(outage);
+      await waitFor('the outage told', () => warnings().length > 0);
+      expect(warnings()).toEqual([{ msg: 'database unavailable: answering 503 until it is back', poll, requestId: undefined }]);
+      // Requests meet the same outage: 503, and no second line.
+      for (let i = 0; i < 3; i++) expect((await outage.request('GET', `/user/${user}`)).status).toBe(503);
+      expect(warnings()).toHaveLength(1);
+      await bringBack();
+      let back = 0;
+      for (let i = 0; i < 20 && back !== 200; i++) back = (await outage.request('GET', `/user/${user}`)).status;
+      expect(back).toBe(200);
+      expect(warnings().map((w) => w.msg)).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
+      expect(outage.logLines.some((l) => /could not be (polled|read)/.test(l))).toBe(false);
+    } finally {
+      await ws?.client.dispose();
+      await outage.stop();
+    }
+  });
 });
