@@ -1,4 +1,4 @@
-import { DatabaseBusyError, DatabaseUnavailableError, isServerError } from './db/sql.js';
+import { DatabaseBusyError, isDatabaseAway, isServerError } from './db/sql.js';
 
 /**
  * The one error type the service throws on purpose: a code and a message for a person, the fields
@@ -87,12 +87,6 @@ export class AppError extends Error {
 }
 
 /**
- * SQLSTATEs that mean "the database cannot serve this now": connection exceptions (class 08),
- * the server shutting down (57P01-57P03), too many connections, a statement cancelled on timeout.
- */
-const UNAVAILABLE = /^(08|57P0[1-3]$|53300$|57014$)/;
-
-/**
  * A failure as the AppError it means to a caller, or null when it is a bug (answered as an
  * internal error). A lost database is a 503 the caller may retry, not a 500.
  */
@@ -101,11 +95,10 @@ export function asAppError(err: unknown): AppError | null {
   if (err instanceof DatabaseBusyError) {
     return new AppError('UNAVAILABLE', 'the service has more requests than database connections just now; try again shortly', undefined, { overload: true });
   }
-  if (err instanceof DatabaseUnavailableError) return AppError.unavailable();
+  if (isDatabaseAway(err)) return AppError.unavailable();
   if (!isServerError(err)) return null;
   const code = err.code ?? '';
   if (code === '57014') return AppError.unavailable('the database took too long to answer; try again shortly');
-  if (UNAVAILABLE.test(code)) return AppError.unavailable();
   // A deadlock or serialization failure that persisted through the retries of a transaction.
   if (code === '40P01' || code === '40001') return AppError.conflict('concurrent requests changed the same records; try again');
   // DB_LOCK_TIMEOUT_MS ran out: another transaction holds the records this request must change.

@@ -3,7 +3,7 @@ import { PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../observability/log.js';
-import { DatabaseOutage } from '../observability/outage.js';
+import { DatabaseOutage } from './outage.js';
 import type { EmbeddedPostgres } from './embedded.js';
 import { loadKeyring, type Keyring } from './keyring.js';
 import { ormOptions, type OrmSchema } from './orm.js';

@@ -121,6 +121,19 @@ export class StatementBook {
 /** A pg error the server sent (it has a SQLSTATE); anything else from the driver means the connection failed. */
 export const isServerError = (err: unknown): err is pg.DatabaseError => err instanceof pg.DatabaseError;
 
+/**
+ * SQLSTATEs of a database that cannot serve now: connection exceptions (class 08), the server
+ * shutting down (57P01-57P03), too many connections (53300).
+ */
+const AWAY = /^(08|57P0[1-3]$|53300$)/;
+
+/**
+ * Whether a failure means the database is away (not reached, lost, shutting down, full): a 503 and
+ * an outage, rather than a pool too busy (load) or a statement's own failure.
+ */
+export const isDatabaseAway = (err: unknown): boolean =>
+  err instanceof DatabaseUnavailableError ? !(err instanceof DatabaseBusyError) : isServerError(err) && AWAY.test(err.code ?? '');
+
 function unavailable(err: unknown): unknown {
   if (isServerError(err) || err instanceof DatabaseUnavailableError) return err;
   return new DatabaseUnavailableError((err as { code?: string })?.code ?? 'connection failed', { cause: err });

@@ -9,7 +9,7 @@ import { answerBareStatus, failureOf, sendError } from './errors.js';
 import { requestIdFrom } from './request-id.js';
 import { headerCount } from '../shared/headers.js';
 import type { Logger } from '../observability/log.js';
-import type { DatabaseOutage } from '../observability/outage.js';
+import type { DatabaseOutage } from '../db/outage.js';
 import type { AppContext, AppState } from './context.js';
 
 /**

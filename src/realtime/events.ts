@@ -1,7 +1,6 @@
 import type { Sql } from '../db/sql.js';
-import { asAppError } from '../errors.js';
 import type { Logger } from '../observability/log.js';
-import type { DatabaseOutage } from '../observability/outage.js';
+import type { DatabaseOutage } from '../db/outage.js';
 
 /**
  * Committed changes, as the audit log records them (docs/graphql.md#subscriptions): one event per audit row, handed to
@@ -93,7 +92,7 @@ export interface EventSource {
 }
 
 /**
- * `outage`: the database's outage lines (src/observability/outage.ts), where a read the database
+ * `outage`: the database's outage lines (src/db/outage.ts), where a read the database
  * could not serve is told, as the instance's outage rather than in a line of its own.
  */
 export function openEventSource(options: { sql: Sql; log: Logger; outage?: DatabaseOutage }): EventSource {
@@ -204,11 +203,9 @@ export function openEventSource(options: { sql: Sql; log: Logger; outage?: Datab
       })
       .catch((err: Error) => {
         // Tried again on the next poll. The database away is the instance's outage (one pair of
-        // lines, src/observability/outage.ts); anything else (not migrated yet, with MIGRATE=false)
+        // lines, src/db/outage.ts); anything else (not migrated yet, with MIGRATE=false)
         // is this source's, told once until a read succeeds.
-        const failure = asAppError(err);
-        if (outage && failure?.code === 'UNAVAILABLE' && !failure.info?.overload) outage.failed({ poll: 'events' });
-        else if (!warned) log.warn('events could not be read; retrying', { error: err?.name });
+        if (!outage?.pollFailed('events', err) && !warned) log.warn('events could not be read; retrying', { error: err?.name });
         warned = true;
       })
       .then(() => {

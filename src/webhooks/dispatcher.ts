@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from '../config.js';
 import type { Sql } from '../db/sql.js';
-import { asAppError } from '../errors.js';
 import type { Logger } from '../observability/log.js';
-import type { DatabaseOutage } from '../observability/outage.js';
+import type { DatabaseOutage } from '../db/outage.js';
 import type { WebhookMetrics } from './metrics.js';
 import type { ChangeEvent, EventSource } from '../realtime/events.js';
 import type { Keyring } from '../db/keyring.js';
@@ -36,7 +35,7 @@ export interface DispatcherDeps {
   keyring: Keyring;
   events: EventSource;
   log: Logger;
-  /** The database's outage lines (src/observability/outage.ts): a poll the database could not serve is told there, not in a line of its own. */
+  /** The database's outage lines (src/db/outage.ts): a poll the database could not serve is told there, not in a line of its own. */
   outage: DatabaseOutage;
   metrics: WebhookMetrics | null;
   config: WebhookConfig;
@@ -181,9 +180,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         // Tried again on the next poll. The database away (or shutting down) is the instance's
         // outage, one pair of lines however many parts notice it; anything else (not migrated yet,
         // with MIGRATE=false) is this poller's, told once until a poll succeeds.
-        const failure = asAppError(err);
-        if (failure?.code === 'UNAVAILABLE' && !failure.info?.overload) deps.outage.failed({ poll: 'webhooks' });
-        else if (!warned) log.warn('webhook deliveries could not be polled; retrying', { error: err?.name });
+        if (!deps.outage.pollFailed('webhooks', err) && !warned) log.warn('webhook deliveries could not be polled; retrying', { error: err?.name });
         warned = true;
       })
       .then(() => {

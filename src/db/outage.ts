@@ -1,9 +1,10 @@
-import type { Logger } from './log.js';
+import type { Logger } from '../observability/log.js';
+import { isDatabaseAway } from './sql.js';
 
 /**
  * One `warn` line when the database becomes unavailable and one when it is back (docs/operations.md), instead
  * of nothing above `info` during thousands of 503s, or one line per failed request or poll. One per
- * database (src/db/database.ts), told by whatever uses it: a request answered 503 as UNAVAILABLE, or
+ * database (database.ts), told by whatever uses it: a request answered 503 as UNAVAILABLE, or
  * a background poll (webhook deliveries) that failed the same way, marks the start; the next request
  * or poll that the database answered marks the end. So an outage is one pair of lines however many
  * parts of the instance notice it.
@@ -20,6 +21,16 @@ export class DatabaseOutage {
     if (this.since !== null) return;
     this.since = Date.now();
     this.log.warn('database unavailable: answering 503 until it is back', noticedBy);
+  }
+
+  /**
+   * A background poll's failure: told here and true when it means the database is away (or
+   * shutting down; not a pool too busy), false for anything else, which is the poll's own to tell.
+   */
+  pollFailed(poll: string, err: unknown): boolean {
+    if (!isDatabaseAway(err)) return false;
+    this.failed({ poll });
+    return true;
   }
 
   succeeded(): void {
