@@ -35,6 +35,17 @@ export function returnPreference(header: string | undefined): 'representation' |
   return null;
 }
 
+/** No field but the id (which every answer carries). */
+const ID_ONLY: ReadonlySet<string> = new Set();
+
+/**
+ * The fields a write's answer needs, for the service to answer only those (as GraphQL's selection
+ * does): the id alone for the bare answer (`1`, or the new id), every field (undefined) for
+ * `Prefer: return=representation`. The driver then reads one column back, not every one.
+ */
+export const answeredFields = (ctx: AppContext): ReadonlySet<string> | undefined =>
+  returnPreference(ctx.get('Prefer')) === 'representation' ? undefined : ID_ONLY;
+
 /** The body of a write answer: the original's `fallback` (a count or an id), or the record when asked. */
 function preferred(ctx: AppContext, fallback: unknown, record: () => unknown): unknown {
   ctx.vary('Prefer');

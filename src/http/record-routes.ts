@@ -17,7 +17,7 @@ import {
   writeSchema,
   type Schema,
 } from './openapi-schemas.js';
-import { listQuery, sendCount, sendCreated, sendList, sendUpdated } from './presenter.js';
+import { answeredFields, listQuery, sendCount, sendCreated, sendList, sendUpdated } from './presenter.js';
 import type { ApiTag, RouteSpec } from './routes.js';
 
 /** What the routes of one record type are built from. */
@@ -136,7 +136,7 @@ function createRoute<R extends Resource>({
       // which the original's clients send for a record without one).
       const given = requireObject(ctx.request.body).id;
       const id = given === undefined || given === null || given === 0 ? undefined : parseId(typeof given === 'number' ? given : NaN);
-      const record = await service.create(caller, sql, values, id);
+      const record = await service.create(caller, sql, values, id, { fields: answeredFields(ctx) });
       sendCreated(ctx, locationOf(record.id), record);
     },
   };
@@ -195,7 +195,7 @@ function replaceRoute<R extends Resource>({
     },
     async handle(ctx, caller, sql) {
       const id = parseId(ctx.params.id);
-      const { record, created } = await service.replace(caller, sql, id, parseWrite(resource, ctx.request.body, 'replace'));
+      const { record, created } = await service.replace(caller, sql, id, parseWrite(resource, ctx.request.body, 'replace'), { fields: answeredFields(ctx) });
       if (created) sendCreated(ctx, locationOf(id), record, { byUpdate: true });
       else sendUpdated(ctx, record);
     },
@@ -221,7 +221,7 @@ function patchRoute<R extends Resource>({ path, service, tag, resource, permissi
     async handle(ctx, caller, sql) {
       const id = parseId(ctx.params.id);
       const values = parseWrite(resource, ctx.request.body, 'patch', parseAttrs(ctx.get('Attrs') || undefined, resource));
-      sendUpdated(ctx, await service.patch(caller, sql, id, values));
+      sendUpdated(ctx, await service.patch(caller, sql, id, values, 'patch', { fields: answeredFields(ctx) }));
     },
   };
 }

@@ -404,3 +404,35 @@ describe('hot path', () => {
     expect(JSON.stringify(plan)).toMatch(/tokens_access_token_hmac_live_uq/);
   });
 });
+
+describe('what a write reads back', () => {
+  /** The columns the write statement of the last request answered (its final select). */
+  const answered = () => {
+    const write = svc.queries.find((text) => text.includes('insert into audit_events'))!;
+    return write.split(') select ').at(-1)!.split(' from ')[0];
+  };
+
+  test('the bare answer (1, or the new id) reads back only the id; Prefer: return=representation reads the whole record', async () => {
+    svc.queries.length = 0;
+    const created = await svc.request('POST', '/user/', { body: { firstName: 'Bare', lastName: 'Answer' } });
+    expect(created.status).toBe(201);
+    expect(answered()).toBe('t.id as "id"');
+    const id = created.body as number;
+    expect(created.headers.get('location')).toMatch(new RegExp(`/user/${id}$`));
+    for (const [method, body] of [
+      ['PUT', { firstName: 'Bare', lastName: 'Put' }],
+      ['PATCH', { lastName: 'Patch' }],
+    ] as const) {
+      svc.queries.length = 0;
+      const res = await svc.request(method, `/user/${id}`, { body });
+      expect([res.status, res.body]).toEqual([200, 1]);
+      expect(answered()).toBe('t.id as "id"');
+      svc.queries.length = 0;
+      const whole = await svc.request(method, `/user/${id}`, { body: { ...body, outKey: `${method}-whole` }, headers: REPRESENTATION });
+      expect(whole.body).toMatchObject({ id, ...body, outKey: `${method}-whole`, updatedAt: expect.stringMatching(ISO) });
+      expect(answered()).toContain('t.updated_at as "updatedAt"');
+    }
+    // Every field given was written, whatever was read back.
+    expect(await getUser(id)).toMatchObject({ firstName: 'Bare', lastName: 'Patch', outKey: 'PATCH-whole' });
+  });
+});
