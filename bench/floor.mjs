@@ -24,14 +24,18 @@ const audit = process.env.FLOOR_AUDIT !== '0';
 const PATCH = audit
   ? {
       name: 'floor-patch-audited',
-      text: `with o as (select * from users where id = $1::bigint and deleted_at is null for no key update),
+      // The service's update as it runs first (src/resource/writes.ts: optimistic, no row lock; a
+      // race lost answers "writeRaced", which the floor does not run again).
+      text: `with o as (select t.*, t.ctid as write_version, (t.first_name is distinct from $2::text) as write_changes
+                    from users t where t.id = $1::bigint and t.deleted_at is null),
                   n as (update users t set first_name = $2::text, updated_at = now() from o
-                         where t.id = o.id and t.first_name is distinct from $2::text returning t.*),
+                         where t.id = o.id and t.ctid = o.write_version and o.write_changes returning t.*),
                   a as (insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)
                         select $3::bigint, $4::bigint, null, 'patch', 'user', n.id,
                                jsonb_build_object('firstName', jsonb_build_object('before', to_jsonb(o.first_name), 'after', to_jsonb(n.first_name)))
                           from n join o on o.id = n.id)
-             select id, first_name as "firstName" from (select * from n union all select * from o where not exists (select 1 from n)) t`,
+             select t.id, t.first_name as "firstName", false as "writeRaced" from n t
+             union all select t.id, t.first_name, t.write_changes from o t where not exists (select 1 from n)`,
     }
   : {
       name: 'floor-patch',

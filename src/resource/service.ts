@@ -44,6 +44,9 @@ import {
  * transaction after them.
  */
 
+/** Runs of an update without the row's lock before it locks it (service: updateRows). */
+const OPTIMISTIC_RUNS = 3;
+
 /** A top-level list's inputs as a protocol hands them over: the list language plus `deleted` (docs/rest.md#deleted-records-restore-and-deletedonlyinclude: `only` or `include`). */
 export interface RecordListInput extends ListInput {
   deleted?: unknown;
@@ -186,6 +189,24 @@ function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, de
     }
   }
 
+  /**
+   * Runs an update (writes.ts updateStatement, made by `update` for its form): first without
+   * locking the row; when another write changed the row between the statement's read and its
+   * update, that statement changed nothing, and the update runs again on the row as it is now.
+   * After OPTIMISTIC_RUNS such losses (a row written many times at once) it locks the row first,
+   * which cannot lose. Inside a transaction that locked the row already (checked), the first run
+   * cannot lose either.
+   */
+  async function updateRows(sql: Sql, update: (optimistic: boolean) => Statement, values: Values): Promise<Row[]> {
+    for (let run = 1; run <= OPTIMISTIC_RUNS; run++) {
+      const [row] = await writeRows(sql, update(true), values);
+      if (!row) return [];
+      const { writeRaced, ...record } = row;
+      if (!writeRaced) return [record];
+    }
+    return writeRows(sql, update(false), values);
+  }
+
   /** The record as it is, locked for the rest of the transaction, with whether it is deleted; null when there is none. */
   async function lock(tx: Transaction, id: number): Promise<{ record: Rec; deleted: boolean } | null> {
     const [row] = await tx.rows<Row>(LOCKED, [id]);
@@ -234,6 +255,7 @@ function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, de
     BY_IDS,
     countMatches,
     writeRows,
+    updateRows,
     lock,
     checked,
     notFound,
@@ -317,7 +339,7 @@ function recordReads<R extends Resource>(core: Core<R>) {
 function recordWrites<R extends Resource>(core: Core<R>) {
   type Rec = RecordOf<R> & { id: number };
   type Values = Partial<WritableOf<R>>;
-  const { resource, hooks, permissions, fromRow, writeRows, lock, checked, notFound, context } = core;
+  const { resource, hooks, permissions, fromRow, writeRows, updateRows, lock, checked, notFound, context } = core;
   return {
     /**
      * Creates a record with the next id, or with `id` (docs/rest.md#conventions): the original service's clients
@@ -343,8 +365,9 @@ function recordWrites<R extends Resource>(core: Core<R>) {
       const claim = insertStatement(resource, values, { ...context(caller, options), extra: hooks.onCreate?.(caller), claimId: id });
       const attempt = () =>
         checked(sql, caller, { id, mayCreate: true }, values, async (runner, current): Promise<Replaced<Rec> | null> => {
-          const update = updateStatement(resource, id, values, 'update', { ...context(caller, options), alsoSet: current && hooks.onChange?.(current) });
-          const [updated] = await writeRows(runner, update, values);
+          const update = (optimistic: boolean) =>
+            updateStatement(resource, id, values, 'update', { ...context(caller, options), alsoSet: current && hooks.onChange?.(current), optimistic });
+          const [updated] = await updateRows(runner, update, values);
           if (updated) return { record: fromRow(updated), created: false };
           const [created] = await writeRows(runner, claim, values);
           return created ? { record: fromRow(created), created: true } : null;
@@ -368,9 +391,10 @@ function recordWrites<R extends Resource>(core: Core<R>) {
     async patch(caller: Caller, sql: Sql, id: number, values: Values, action: AuditAction = 'patch', options: ReadOptions = {}): Promise<Rec> {
       requirePermission(caller, permissions.patch);
       const [row] = await checked(sql, caller, { id }, values, (runner, current) =>
-        writeRows(
+        updateRows(
           runner,
-          updateStatement(resource, id, values, action, { ...context(caller, options), alsoSet: current && hooks.onChange?.(current) }),
+          (optimistic) =>
+            updateStatement(resource, id, values, action, { ...context(caller, options), alsoSet: current && hooks.onChange?.(current), optimistic }),
           values,
         ),
       );

@@ -115,6 +115,32 @@ test('concurrent writes each get their own event', async () => {
   expect(new Set(events.map((e) => e.requestId)).size).toBe(8);
 });
 
+test('concurrent changes of one record: each event’s before is what the one before it left (no change lost or misread)', async () => {
+  const user = (await svc.request('POST', '/user/', { body: { firstName: 'Race', lastName: 'Start' } })).body;
+  const start = await lastEventId();
+  // More writes of the same row at once than the pool has connections: updates that read the row
+  // while another changed it run again (src/resource/service.ts updateRows).
+  const names = Array.from({ length: 24 }, (_, i) => `Race ${i}`);
+  const answers = await Promise.all(
+    names.map((lastName, i) =>
+      i % 2
+        ? svc.request('PATCH', `/user/${user}`, { body: { lastName } }).then((r) => r.status)
+        : svc
+            .graphql('mutation($id: ID!, $lastName: String!) { patchUser(id: $id, input: { lastName: $lastName }) { id } }', { id: String(user), lastName })
+            .then((r) => (r.body.errors ? r.body.errors : 200)),
+    ),
+  );
+  expect(answers).toEqual(names.map(() => 200));
+  const events = await eventsSince(start);
+  expect(events).toHaveLength(24);
+  const chain = events.map((e) => e.changes.lastName as { before: string; after: string });
+  expect(chain[0].before).toBe('Start');
+  for (let i = 1; i < chain.length; i++) expect(chain[i].before).toBe(chain[i - 1].after);
+  expect(chain.map((c) => c.after).sort()).toEqual([...names].sort());
+  const [row] = await svc.sql<{ last_name: string }>('select last_name from users where id = ?', [user]);
+  expect(row.last_name).toBe(chain.at(-1)!.after);
+});
+
 test('bulk revoke appends one event per token revoked', async () => {
   const user = (await svc.request('POST', '/user/', { body: { firstName: 'Bulk', lastName: 'Revoke' } })).body;
   for (let i = 0; i < 3; i++) await svc.request('POST', '/token/', { body: { userID: user, accessToken: uniq('bulk') } });
