@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';
+import { Slots } from './shared/slots.js';
 import { ensureFirstToken } from './tokens/bootstrap.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
@@ -63,22 +64,22 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
  * after a PATCH reads what the PATCH wrote); safe ones after safe ones run at once.
  */
 class Connection {
-  /** Answers still being made, and whether an unsafe request is among them. */
-  private readonly pending = new Set<Promise<void>>();
+  /** Answers still being made (not a Set: src/shared/slots.ts says why), and whether an unsafe request is among them. */
+  private readonly pending = new Slots<Promise<void>>();
   private unsafe = 0;
 
   /** `closed`: what else is to be done when the answer is out (the server's count): one listener for both. */
   admit(req: IncomingMessage, res: ServerResponse, run: () => void, closed: (() => void) | null): void {
     const safe = SAFE.has(req.method ?? '');
-    const before = safe && this.unsafe === 0 ? null : [...this.pending];
+    const before = safe && this.unsafe === 0 ? null : this.pending.values();
     let done!: () => void;
     const answered = new Promise<void>((resolve) => (done = resolve));
-    this.pending.add(answered);
+    const slot = this.pending.add(answered);
     if (!safe) this.unsafe += 1;
     // emitted once answered, or once the connection drops
     res.once('close', () => {
       closed?.();
-      this.pending.delete(answered);
+      this.pending.release(slot);
       if (!safe) this.unsafe -= 1;
       done();
     });
@@ -88,7 +89,7 @@ class Connection {
 
   /** Resolves when every answer under way on the connection is out. */
   idle(): Promise<void> {
-    return Promise.all([...this.pending]).then(() => undefined);
+    return Promise.all(this.pending.values()).then(() => undefined);
   }
 }
 
@@ -117,7 +118,8 @@ export interface StartOptions {
  */
 class Answers {
   private stopping = false;
-  private readonly unanswered = new Set<ServerResponse>();
+  /** The answers under way (not a Set: src/shared/slots.ts says why). */
+  private readonly unanswered = new Slots<ServerResponse>();
   private readonly connections = new WeakMap<Socket, Connection>();
   /** Set while a stop waits for the answers under way. */
   private lastAnswered: (() => void) | null = null;
@@ -130,19 +132,19 @@ class Answers {
   }
 
   private pending(): boolean {
-    return [...this.unanswered].some((r) => !this.isStream(r));
+    return this.unanswered.values().some((r) => !this.isStream(r));
   }
 
   admit(req: IncomingMessage, res: ServerResponse, listener: RequestListener): void {
-    if (this.stopping) Answers.closeAfter(res);
-    else this.unanswered.add(res);
+    const slot = this.stopping ? null : this.unanswered.add(res);
+    if (slot === null) Answers.closeAfter(res);
     let connection = this.connections.get(req.socket);
     if (!connection) this.connections.set(req.socket, (connection = new Connection()));
-    connection.admit(req, res, () => void listener(req, res), this.stopping ? null : () => this.answered(res));
+    connection.admit(req, res, () => void listener(req, res), slot === null ? null : () => this.answered(slot));
   }
 
-  private answered(res: ServerResponse): void {
-    this.unanswered.delete(res);
+  private answered(slot: number): void {
+    this.unanswered.release(slot);
     if (this.lastAnswered && !this.pending()) this.lastAnswered();
   }
 
@@ -154,7 +156,7 @@ class Answers {
   /** From now on every answer closes its connection; resolves once no answer but event streams is under way. */
   stop(): Promise<void> {
     this.stopping = true;
-    for (const res of this.unanswered) Answers.closeAfter(res);
+    for (const res of this.unanswered.values()) Answers.closeAfter(res);
     return new Promise<void>((resolve) => {
       this.lastAnswered = resolve;
       if (!this.pending()) resolve();
