@@ -5,9 +5,11 @@ import { isDatabaseAway } from './sql.js';
  * One `warn` line when the database becomes unavailable and one when it is back (docs/operations.md), instead
  * of nothing above `info` during thousands of 503s, or one line per failed request or poll. One per
  * database (database.ts), told by whatever uses it: a request answered 503 as UNAVAILABLE, or
- * a background poll (webhook deliveries) that failed the same way, marks the start; the next request
- * or poll that the database answered marks the end. So an outage is one pair of lines however many
- * parts of the instance notice it.
+ * a background poll (webhook deliveries, the event source) that failed the same way, marks the
+ * start; the next request the database answered marks the end. Not a poll: the polls have pools
+ * of their own (or connections already open), which may still be served while new requests are
+ * not (too many connections, a server starting up), and the lines would flap at every poll. So an
+ * outage is one pair of lines however many parts of the instance notice it.
  */
 export class DatabaseOutage {
   private since: number | null = null;

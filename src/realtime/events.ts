@@ -197,10 +197,7 @@ export function openEventSource(options: { sql: Sql; log: Logger; outage?: Datab
     timer = undefined;
     if (closed || !listeners.size) return;
     reading = read()
-      .then(() => {
-        warned = false;
-        outage?.succeeded();
-      })
+      .then(() => (warned = false))
       .catch((err: Error) => {
         // Tried again on the next poll. The database away is the instance's outage (one pair of
         // lines, src/db/outage.ts); anything else (not migrated yet, with MIGRATE=false)

@@ -160,7 +160,7 @@ export function insertStatement(
  * the row before reading it, so no other write can come in between. `context.optimistic` spares
  * that lock (a row lock is a write of its own: ~25 µs of PostgreSQL's CPU and ~70 bytes of WAL a
  * write, measured with pgbench): the statement reads the row and updates it only if it is still
- * that version (its `ctid`; PostgreSQL rechecks the condition on the newest version when another
+ * that version (its `ctid` and `xmin`; PostgreSQL rechecks the condition on the newest version when another
  * write committed meanwhile), and answers `writeRaced` when it was not, having changed nothing.
  */
 export function updateStatement(resource: Resource, id: number, values: Record<string, unknown>, action: AuditAction, context: WriteContext): Statement {
@@ -199,8 +199,11 @@ function updateText(
   const audit = `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(named, 'o', 'n')} from n join o on o.id = n.id)`;
   if (optimistic) {
     return (
-      `with o as (select t.*, t.ctid as write_version, (${differs.join(' or ') || 'false'}) as write_changes from ${resource.table} t where t.id = ?::bigint and t.deleted_at is null)` +
-      `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and t.ctid = o.write_version and o.write_changes returning t.*)` +
+      `with o as (select t.*, t.ctid as write_version, t.xmin as write_xmin, (${differs.join(' or ') || 'false'}) as write_changes from ${resource.table} t where t.id = ?::bigint and t.deleted_at is null)` +
+      // The ctid finds the row (a TID scan); its xmin and deleted_at are also compared as filters,
+      // which PostgreSQL rechecks on the newest version in every release (a TID scan's own
+      // condition is rechecked only since the 2025 minor releases).
+      `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and t.ctid = o.write_version and t.xmin = o.write_xmin and t.deleted_at is null and o.write_changes returning t.*)` +
       audit +
       // Not written although it differed: another write changed the row first.
       ` select ${answer}, false as "writeRaced" from n t union all select ${answer}, t.write_changes as "writeRaced" from o t where not exists (select 1 from n)`

@@ -25,8 +25,9 @@ export class Slots<T> {
     return slot;
   }
 
-  /** Lets go of a slot `add` answered (once). */
+  /** Lets go of a slot `add` answered; a second release of it changes nothing (the slot is not freed twice). */
   release(slot: number): void {
+    if (this.held[slot] === undefined) return;
     this.held[slot] = undefined;
     this.free.push(slot);
     this.count -= 1;

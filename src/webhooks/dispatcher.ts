@@ -172,10 +172,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     timer = undefined;
     soon = false;
     polling = poll()
-      .then(() => {
-        warned = false;
-        deps.outage.succeeded();
-      })
+      .then(() => (warned = false))
       .catch((err: Error) => {
         // Tried again on the next poll. The database away (or shutting down) is the instance's
         // outage, one pair of lines however many parts notice it; anything else (not migrated yet,

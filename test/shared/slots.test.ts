@@ -29,3 +29,14 @@ test('adding and releasing one value at a time, however often, keeps one slot', 
   expect([...seen]).toEqual([0]);
   expect(slots.size).toBe(0);
 });
+
+test('a second release of a slot changes nothing', () => {
+  const slots = new Slots<string>();
+  const a = slots.add('a');
+  slots.release(a);
+  slots.release(a);
+  const b = slots.add('b');
+  const c = slots.add('c');
+  expect(b).not.toBe(c);
+  expect([slots.size, slots.values()]).toEqual([2, ['b', 'c']]);
+});
