@@ -44,43 +44,10 @@ test('CONNECT gets a 405 with the JSON body, never a silent close', async () => 
 /** Needs a PostgreSQL server to take the database away from the service (not the embedded one). */
 const onPostgres = process.env.DATABASE_URL ? test : test.skip;
 
-onPostgres('a database outage: 503 with Retry-After, one warn line when it starts and one when it ends', async () => {
-  const outage = await startTestService();
-  try {
-    const user = (await outage.request('POST', '/user/', { body: { firstName: 'A', lastName: 'B' } })).body;
-    outage.logLines.length = 0;
-    // Every connection the service holds is cut, and new ones are refused while the database is "down"
-    // (an admin connection to another database does it: a database cannot shut itself off).
-    const dbName = (await outage.sql<{ db: string }>('select current_database() as db'))[0].db;
-    const pg = (await import('pg')).default;
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`alter database "${dbName}" allow_connections false`);
-    await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [dbName]);
-    const answers = [];
-    for (let i = 0; i < 5; i++) answers.push(await outage.request('GET', `/user/${user}`));
-    expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
-    expect(answers[0].headers.get('retry-after')).toBe('5');
-    expect(answers[0].body).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
-    const warnings = () =>
-      outage.logLines
-        .map((l) => JSON.parse(l))
-        .filter((l) => l.level === 'warn')
-        .map((l) => l.msg);
-    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back']);
-    // Back: allowed again (through a fresh admin connection), and the next successful request says so.
-    await admin.query(`alter database "${dbName}" allow_connections true`);
-    await admin.end();
-    let back = 0;
-    for (let i = 0; i < 20 && back !== 200; i++) back = (await outage.request('GET', `/user/${user}`)).status;
-    expect(back).toBe(200);
-    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
-  } finally {
-    await outage.stop();
-  }
-});
-
-/** Makes the test service's database refuse connections and cuts those it holds; returns how to bring it back. */
+/**
+ * Makes the test service's database refuse connections and cuts those it holds (an admin connection
+ * to another database does it: a database cannot shut itself off); returns how to bring it back.
+ */
 async function takeDatabaseAway(service: TestService): Promise<() => Promise<void>> {
   const dbName = (await service.sql<{ db: string }>('select current_database() as db'))[0].db;
   const pg = (await import('pg')).default;
@@ -93,6 +60,40 @@ async function takeDatabaseAway(service: TestService): Promise<() => Promise<voi
     await admin.end();
   };
 }
+
+/** The `warn` lines the service logged, parsed. */
+const warnLines = (service: TestService) =>
+  service.logLines.map((l) => JSON.parse(l)).filter((l) => l.level === 'warn') as { msg: string; poll?: string; requestId?: string }[];
+
+/** Requests the user until one is answered 200 (at most 20): the database is back. */
+async function untilAnswered(service: TestService, user: number): Promise<number> {
+  let status = 0;
+  for (let i = 0; i < 20 && status !== 200; i++) status = (await service.request('GET', `/user/${user}`)).status;
+  return status;
+}
+
+onPostgres('a database outage: 503 with Retry-After, one warn line when it starts and one when it ends', async () => {
+  const outage = await startTestService();
+  try {
+    const user = (await outage.request('POST', '/user/', { body: { firstName: 'A', lastName: 'B' } })).body;
+    outage.logLines.length = 0;
+    // Every connection the service holds is cut, and new ones are refused while the database is "down".
+    const bringBack = await takeDatabaseAway(outage);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await outage.request('GET', `/user/${user}`));
+    expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
+    expect(answers[0].headers.get('retry-after')).toBe('5');
+    expect(answers[0].body).toMatchObject({ code: 503, error: 'UNAVAILABLE' });
+    const warnings = () => warnLines(outage).map((l) => l.msg);
+    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back']);
+    // Back: allowed again, and the next successful request says so.
+    await bringBack();
+    expect(await untilAnswered(outage, user)).toBe(200);
+    expect(warnings()).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
+  } finally {
+    await outage.stop();
+  }
+});
 
 /**
  * An outage that a background poll meets before any request: the webhook deliveries' poll (every
@@ -114,11 +115,7 @@ describe.each([
         collect(ws.client, 'subscription { userEvents { action } }');
         await untilSubscriptions(outage, 'userEvents');
       }
-      const warnings = () =>
-        outage.logLines
-          .map((l) => JSON.parse(l))
-          .filter((l) => l.level === 'warn')
-          .map(({ msg, poll, requestId }) => ({ msg, poll, requestId }));
+      const warnings = () => warnLines(outage).map(({ msg, poll, requestId }) => ({ msg, poll, requestId }));
       outage.logLines.length = 0;
       const bringBack = await takeDatabaseAway(outage);
       await waitFor('the outage told', () => warnings().length > 0);
@@ -127,9 +124,7 @@ describe.each([
       for (let i = 0; i < 3; i++) expect((await outage.request('GET', `/user/${user}`)).status).toBe(503);
       expect(warnings()).toHaveLength(1);
       await bringBack();
-      let back = 0;
-      for (let i = 0; i < 20 && back !== 200; i++) back = (await outage.request('GET', `/user/${user}`)).status;
-      expect(back).toBe(200);
+      expect(await untilAnswered(outage, user)).toBe(200);
       expect(warnings().map((w) => w.msg)).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
       expect(outage.logLines.some((l) => /could not be (polled|read)/.test(l))).toBe(false);
     } finally {
