@@ -21,7 +21,7 @@
 #   write-*: every request patches a random user
 #   hot-*:   the service as shipped, read-only load (its read cache serves repeats): shown, no target
 # With FLOORS=1, the REST cases of the targets (cold-id-rest, mixed-id-rest, write-rest) also run on
-# the Koa floor and cold-id-gql and write-gql on the Apollo floor; each is printed as a share of its
+# the Koa floor and the GraphQL ones (cold-id-gql, cold-page, mixed-page, write-gql) on the Apollo floor; each is printed as a share of its
 # floor, and each floor against the anchor and target of its case (what the stack itself reaches).
 #
 # The anchors' packages (postgraphile, pg) are this folder's own (package.json, package-lock.json),
@@ -102,9 +102,9 @@ floor() { [ "$FLOORS" = 1 ] && echo "$1"; }
 mapfile -t CASES < <(printf '%s\n' \
   "cold-id-rest raw raw-user" "cold-id-rest cold us-user" "$(floor "cold-id-rest koa us-user")" \
   "cold-id-gql pgl pgl-user" "cold-id-gql cold us-gql-user" "$(floor "cold-id-gql apollo us-gql-user")" \
-  "cold-page raw raw-users" "cold-page pgl pgl-users-cursor" "cold-page cold us-users" \
+  "cold-page raw raw-users" "cold-page pgl pgl-users-cursor" "cold-page cold us-users" "$(floor "cold-page apollo us-users")" \
   "mixed-id-rest raw raw-mixed-id" "mixed-id-rest us us-mixed-id" "$(floor "mixed-id-rest koa us-mixed-id")" \
-  "mixed-page raw raw-mixed-page" "mixed-page pgl pgl-mixed-page" "mixed-page us us-gql-mixed-page" \
+  "mixed-page raw raw-mixed-page" "mixed-page pgl pgl-mixed-page" "mixed-page us us-gql-mixed-page" "$(floor "mixed-page apollo us-gql-mixed-page")" \
   "write-rest raw raw-patch" "write-rest us us-patch" "$(floor "write-rest koa us-patch")" \
   "write-gql pgl pgl-patch" "write-gql us us-gql-patch" "$(floor "write-gql apollo us-gql-patch")" \
   "hot-id-rest us us-user" "hot-id-gql us us-gql-user" "hot-page us us-users" | sed '/^$/d')

@@ -72,7 +72,9 @@ if (mode !== '--partial') {
 const FLOORS = [
   ['cold REST by id', 'cold-id-rest', 'koa', 'the Koa floor'],
   ['cold GraphQL by id', 'cold-id-gql', 'apollo', 'the Apollo floor'],
+  ['cold page of 50', 'cold-page', 'apollo', 'the Apollo floor'],
   ['mixed by id', 'mixed-id-rest', 'koa', 'the Koa floor'],
+  ['mixed page of 50', 'mixed-page', 'apollo', 'the Apollo floor'],
   ['writes REST', 'write-rest', 'koa', 'the Koa floor'],
   ['writes GraphQL', 'write-gql', 'apollo', 'the Apollo floor'],
 ];

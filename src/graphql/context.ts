@@ -73,8 +73,13 @@ export function callerOf(ctx: GraphQLContext): Caller {
  * however many parents the page has. Made per request (and per transaction): a loader caches what
  * it loaded.
  */
+/** A nested field's read for a list of parents: each parent's value, by the parent's id. */
+export type NestedBatch<T> = (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>;
+
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
+  /** Nested fields read ahead for their whole list of parents (src/graphql/prefetch.ts), by field node. */
+  private readonly ahead = new Map<FieldNode, Map<number, unknown>>();
   private readonly records = new Map<string, Map<ReadonlySet<string> | undefined, DataLoader<number, unknown>>>();
 
   constructor(
@@ -118,10 +123,7 @@ export class Loaders {
    * document, so that its arguments are parsed once (`prepare`, on the first parent) and not once
    * per parent; two aliases of a field are two nodes, two loaders.
    */
-  byField<T>(
-    info: GraphQLResolveInfo,
-    prepare: () => (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>,
-  ): DataLoader<number, T> {
+  byField<T>(info: GraphQLResolveInfo, prepare: () => NestedBatch<T>): DataLoader<number, T> {
     const node = info.fieldNodes[0];
     let loader = this.nested.get(node);
     if (!loader) {
@@ -133,5 +135,23 @@ export class Loaders {
       this.nested.set(node, loader);
     }
     return loader as DataLoader<number, T>;
+  }
+
+  /**
+   * Reads a nested field (one node of the document) for a whole list of parents ahead of its
+   * resolvers, with the batch its resolver would make (src/graphql/prefetch.ts says why). The same
+   * node under another list of the request (a fragment used twice) adds its parents: one node and
+   * its variables give one value per parent.
+   */
+  async readAhead<T>(node: FieldNode, batch: NestedBatch<T>, parentIds: readonly number[]): Promise<void> {
+    const found = await batch(this.requireCaller(), this.sql, parentIds);
+    const known = this.ahead.get(node);
+    if (!known) this.ahead.set(node, found);
+    else for (const [id, value] of found) known.set(id, value);
+  }
+
+  /** A nested field's value for one parent, when it was read ahead; undefined when it was not. */
+  readyFor<T>(info: GraphQLResolveInfo, parentId: number): T | undefined {
+    return info.fieldNodes.length === 1 ? (this.ahead.get(info.fieldNodes[0])?.get(parentId) as T | undefined) : undefined;
   }
 }

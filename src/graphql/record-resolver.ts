@@ -11,6 +11,7 @@ import { inArgument } from './errors.js';
 import { listInput } from './filters.js';
 import type { RecordTypes } from './record-types.js';
 import { plainResolve } from './plain-resolvers.js';
+import { readNestedAhead } from './prefetch.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
 
 /**
@@ -112,7 +113,12 @@ function recordQueries<R extends Resource>(
         const caller = callerOf(ctx);
         const service = serviceOf(ctx);
         requirePermission(caller, service.permissions.list);
-        return service.list(caller, ctx.sql, service.parseList(listInput(args)), { count: selects(info, 'total'), fields: selectedFields(info, PAGE_RECORDS) });
+        const page = await service.list(caller, ctx.sql, service.parseList(listInput(args)), {
+          count: selects(info, 'total'),
+          fields: selectedFields(info, PAGE_RECORDS),
+        });
+        await readNestedAhead(ctx, info, page.data, PAGE_RECORDS);
+        return page;
       },
     },
     {
@@ -128,7 +134,17 @@ function recordQueries<R extends Resource>(
         const service = serviceOf(ctx);
         requirePermission(caller, service.permissions.list);
         const keyset = service.parseKeyset(connectionInput(args));
-        return service.connection(caller, ctx.sql, keyset, { count: selects(info, 'totalCount'), fields: selectedFields(info, CONNECTION_RECORDS) });
+        const connection = await service.connection(caller, ctx.sql, keyset, {
+          count: selects(info, 'totalCount'),
+          fields: selectedFields(info, CONNECTION_RECORDS),
+        });
+        await readNestedAhead(
+          ctx,
+          info,
+          connection.edges.map((edge) => edge.node),
+          CONNECTION_RECORDS,
+        );
+        return connection;
       },
     },
     {

@@ -31,7 +31,8 @@ import { PlainResolver } from './plain-resolvers.js';
 import { define, filterOf, named, scalarOf, type RecordTypes } from './record-types.js';
 import { method, params } from './record-resolver.js';
 import { DateTime } from './scalars.js';
-import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects } from './selection.js';
+import { READ_AHEAD, type NestedRead } from './prefetch.js';
+import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects, type FieldAt } from './selection.js';
 
 /**
  * A relation over GraphQL (src/resource/relation.ts), derived from its definition: the nested
@@ -138,7 +139,7 @@ function typesOf(entry: RelationEntry, cacheable: boolean): NestedTypes {
 }
 
 /** What a nested field reads of its items: a link's fields and its child's, or the child's. */
-function selectionOf(relation: Relation, info: GraphQLResolveInfo, records: readonly string[]): RelationSelection {
+function selectionOf(relation: Relation, info: FieldAt, records: readonly string[]): RelationSelection {
   const selected = selectedFields(info, records);
   return relation.linkEntries.length ? { link: selected, child: selectedFields(info, [...records, relation.child.name]) } : { link: selected, child: selected };
 }
@@ -234,29 +235,26 @@ function nestedField(Resolver_: ClassType, entry: RelationEntry, types: NestedTy
   const read = parent.permissions.read;
   const name = kind === 'page' ? `${child.name}s` : `${child.name}sConnection`;
   const listFields = relation.linkEntries.length ? relation.linkListFields : relation.listFields;
-  const page = async (root: { id: number }, args: object, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
-    ctx.loaders
-      .byField(info, () => {
-        const service = entry.service(ctx);
-        requirePermission(callerOf(ctx), service.permissions.list);
-        const list = compileList(listInput(args), listFields);
-        const count = selects(info, 'total');
-        const selection = selectionOf(relation, info, PAGE_RECORDS);
-        return (caller, sql, ids) => service.pages(caller, sql, ids, list, count, selection);
-      })
-      .load(root.id);
-  const connection = async (root: { id: number }, args: object, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
-    ctx.loaders
-      .byField(info, () => {
-        const service = entry.service(ctx);
-        requirePermission(callerOf(ctx), service.permissions.list);
-        const keyset = compileKeyset(connectionInput(args), listFields);
-        const count = selects(info, 'totalCount');
-        const selection = selectionOf(relation, info, CONNECTION_RECORDS);
-        return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
-      })
-      .load(root.id);
-  const d = method(Resolver_, name, kind === 'page' ? page : connection);
+  // The batch of one node of the document, for every parent: what its resolver loads, and what a
+  // list reads ahead for its records (src/graphql/prefetch.ts).
+  const batch: NestedRead = (ctx, at, args) => {
+    const service = entry.service(ctx);
+    requirePermission(callerOf(ctx), service.permissions.list);
+    if (kind === 'page') {
+      const list = compileList(listInput(args), listFields);
+      const count = selects(at, 'total');
+      const selection = selectionOf(relation, at, PAGE_RECORDS);
+      return (caller, sql, ids) => service.pages(caller, sql, ids, list, count, selection);
+    }
+    const keyset = compileKeyset(connectionInput(args), listFields);
+    const count = selects(at, 'totalCount');
+    const selection = selectionOf(relation, at, CONNECTION_RECORDS);
+    return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
+  };
+  // Not `async`: a value read ahead is answered as it is (no promise for the executor to wait on).
+  const resolve = (root: { id: number }, args: Record<string, unknown>, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
+    ctx.loaders.readyFor(info, root.id) ?? ctx.loaders.byField(info, () => batch(ctx, info, args)).load(root.id);
+  const d = method(Resolver_, name, resolve);
   params(
     Resolver_,
     name,
@@ -266,6 +264,7 @@ function nestedField(Resolver_: ClassType, entry: RelationEntry, types: NestedTy
     Info(),
   );
   PlainResolver()(Resolver_.prototype, name, d);
+  Extensions({ [READ_AHEAD]: batch })(Resolver_.prototype, name, d);
   if (cacheable) Extensions(CACHEABLE)(Resolver_.prototype, name, d);
   const items = relation.linkEntries.length ? `${child.label} links` : `${child.label}s`;
   const description =

@@ -1,5 +1,8 @@
 import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 
+/** Where a field is in the document: its nodes (one response key asked once or more) and the document's fragments. */
+export type FieldAt = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
+
 /**
  * What a field being resolved selects below it, read from the document (fragments and inline
  * fragments followed; a field under `@skip`/`@include` counts as selected, which only ever reads
@@ -13,7 +16,7 @@ const remembered = new WeakMap<FieldNode, Map<string, ReadonlySet<string>>>();
  * selection (a record's fields), `['data']` a page's records' fields, `['edges', 'node']` a
  * connection's. Several field nodes (one response key asked twice) give their union.
  */
-export function selectedFields(info: GraphQLResolveInfo, path: readonly string[] = []): ReadonlySet<string> {
+export function selectedFields(info: FieldAt, path: readonly string[] = []): ReadonlySet<string> {
   const key = path.join('.');
   if (info.fieldNodes.length === 1) return selectedBelow(info.fieldNodes[0], key, path, info.fragments);
   const union = new Set<string>();
@@ -26,7 +29,7 @@ export const PAGE_RECORDS = ['data'] as const;
 export const CONNECTION_RECORDS = ['edges', 'node'] as const;
 
 /** Whether the field being resolved selects `name` directly (a page's `total` is counted only when asked for). */
-export const selects = (info: GraphQLResolveInfo, name: string): boolean => selectedFields(info).has(name);
+export const selects = (info: FieldAt, name: string): boolean => selectedFields(info).has(name);
 
 function selectedBelow(node: FieldNode, key: string, path: readonly string[], fragments: Record<string, FragmentDefinitionNode>): ReadonlySet<string> {
   let byPath = remembered.get(node);
@@ -56,6 +59,65 @@ function fieldsOf(set: SelectionSetNode, fragments: Record<string, FragmentDefin
       seen.add(selection.name.value);
       const fragment = fragments[selection.name.value];
       if (fragment) fieldsOf(fragment.selectionSet, fragments, seen, out);
+    }
+  }
+  return out;
+}
+
+/**
+ * The fields selected at `path` below the field being resolved on records of type `typeName`, each
+ * the only node of its response key there, with no `@skip`/`@include` on it or on the way to it
+ * (a fragment's condition naming that type or none): the nodes graphql-jit and graphql-js then
+ * resolve with `fieldNodes` of that one node. Others are left out, to be resolved as usual.
+ */
+export function plainFieldsAt(info: FieldAt, path: readonly string[], typeName: string): FieldNode[] {
+  if (info.fieldNodes.length !== 1) return [];
+  let sets: readonly SelectionSetNode[] = info.fieldNodes[0].selectionSet ? [info.fieldNodes[0].selectionSet] : [];
+  for (const step of path) {
+    const steps = sets.flatMap((set) => plainFieldsOf(set, info.fragments, typeName)).filter((f) => f.name.value === step);
+    // A step asked under several response keys (aliases) or with a directive: not followed.
+    if (steps.length !== 1 || steps[0].directives?.length || !steps[0].selectionSet) return [];
+    sets = [steps[0].selectionSet];
+  }
+  const byKey = new Map<string, FieldNode[]>();
+  const skipped = new Set<string>();
+  for (const set of sets)
+    for (const field of plainFieldsOf(set, info.fragments, typeName, skipped)) {
+      const key = field.alias?.value ?? field.name.value;
+      byKey.set(key, [...(byKey.get(key) ?? []), field]);
+    }
+  return [...byKey].filter(([key, nodes]) => nodes.length === 1 && !skipped.has(key) && !nodes[0].directives?.length).map(([, [node]]) => node);
+}
+
+/**
+ * The fields of a selection set, through fragments whose condition is `typeName` or absent; the
+ * response keys of fields behind a directive, or behind a fragment with a directive or another
+ * condition, go into `skipped` (and those fields are left out).
+ */
+function plainFieldsOf(
+  set: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  typeName: string,
+  skipped = new Set<string>(),
+  seen = new Set<string>(),
+  out: FieldNode[] = [],
+): FieldNode[] {
+  const skipAll = (inner: SelectionSetNode) => {
+    for (const field of fieldsOf(inner, fragments)) skipped.add(field.alias?.value ?? field.name.value);
+  };
+  for (const selection of set.selections) {
+    if (selection.kind === Kind.FIELD) out.push(selection);
+    else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      const plain = !selection.directives?.length && (!selection.typeCondition || selection.typeCondition.name.value === typeName);
+      if (plain) plainFieldsOf(selection.selectionSet, fragments, typeName, skipped, seen, out);
+      else skipAll(selection.selectionSet);
+    } else if (!seen.has(selection.name.value)) {
+      seen.add(selection.name.value);
+      const fragment = fragments[selection.name.value];
+      if (!fragment) continue;
+      const plain = !selection.directives?.length && !fragment.directives?.length && fragment.typeCondition.name.value === typeName;
+      if (plain) plainFieldsOf(fragment.selectionSet, fragments, typeName, skipped, seen, out);
+      else skipAll(fragment.selectionSet);
     }
   }
   return out;

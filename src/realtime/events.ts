@@ -95,7 +95,7 @@ export interface EventSource {
  * `outage`: the database's outage lines (src/db/outage.ts), where a read the database
  * could not serve is told, as the instance's outage rather than in a line of its own.
  */
-export function openEventSource(options: { sql: Sql; log: Logger; outage?: DatabaseOutage }): EventSource {
+export function openEventSource(options: { sql: Sql; log: Logger; outage: DatabaseOutage }): EventSource {
   const { sql, log, outage } = options;
   const listeners = new Set<EventListener>();
   /** The newest id read; null while no one listens (a first listener starts from the log's end). */
@@ -202,7 +202,7 @@ export function openEventSource(options: { sql: Sql; log: Logger; outage?: Datab
         // Tried again on the next poll. The database away is the instance's outage (one pair of
         // lines, src/db/outage.ts); anything else (not migrated yet, with MIGRATE=false)
         // is this source's, told once until a read succeeds.
-        if (!outage?.pollFailed('events', err) && !warned) log.warn('events could not be read; retrying', { error: err?.name });
+        if (!outage.pollFailed('events', err) && !warned) log.warn('events could not be read; retrying', { error: err?.name });
         warned = true;
       })
       .then(() => {

@@ -1,0 +1,130 @@
+// The floor of this service's stack for GraphQL: Koa 3, koa-bodyparser, Apollo Server 5 through
+// @as-integrations/koa (what the service is built on), a small schema in SDL on graphql-js, the
+// bearer token's keyed hash (the service's own Keyring) and its lookup, and statements of the
+// service's shape: `user(id)` reads one row; `patchUser` is floor.mjs's write (answering the two
+// fields asked for, where the service's answers every column); `users(page, pageSize)` is the
+// service's page of users with their application and role links: its four statements (the page,
+// the live count, each relation's page per user, the last two at once), the links read in the
+// root field itself (no loader, no per-field resolver). Operations run compiled by graphql-jit
+// through the plugin hook the service uses (`responseForOperation`), each document compiled on its
+// first run. Nothing else: no request id, log line, metrics, limits, error mapping, read cache,
+// type-graphql, validation of variables beyond graphql-jit's own coercion.
+// It measures how close to PostGraphile any service on this stack can come here
+// (docs/benchmarks.md#the-floor-of-the-stack).
+//
+//   FLOORS=1 npm run bench:compare      # beside the service, each case also as a share of its floor
+// or by hand, on the database a run of it left (uts_bench_service; export TOKEN_KEY before that run):
+//   npm run build; export TOKEN_KEY=…   # the key the seeded database was written with
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/uts_bench_service PORT=5731 node bench/apollo-floor.mjs
+//   wrk -t2 -c32 -d8s -s bench/compare/load.lua http://127.0.0.1:5731 -- us-gql-user   # or us-gql-patch
+import { ApolloServer, HeaderMap } from '@apollo/server';
+import { koaMiddleware } from '@as-integrations/koa';
+import { GraphQLError } from 'graphql';
+import { compileQuery, isCompiledQuery } from 'graphql-jit';
+import Koa from 'koa';
+import bodyParser from 'koa-bodyparser';
+import { patchFirstName, pool, tokenOf } from './floor.mjs';
+import DataLoader from 'dataloader';
+
+const USER = {
+  name: 'floor-user',
+  text: `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`,
+};
+
+// The service's page statements (src/list/list.ts, src/list/pages.ts), as it sends them for the
+// benchmark's page query (a nested page: its first 20 links).
+const PAGE = {
+  name: 'floor-page',
+  text: `select t.id as "id", t.first_name as "firstName", t.last_name as "lastName", t.status as "status" from users t
+          where t.id = any(array(select t.id from users t where t.deleted_at is null order by t.id asc limit $1 offset $2)) order by t.id asc`,
+};
+const TOTAL = { name: 'floor-total', text: `select live as total from live_counts where table_name = 'users'` };
+const APPLICATIONS = {
+  name: 'floor-applications',
+  text: `select * from (select t.id as "id", t.name as "name", l.user_id as "userID", l."right" as "right", l.user_id as parent_id,
+                 row_number() over (partition by l.user_id order by t.id asc) as rn
+            from user_applications l join applications t on t.id = l.application_id
+           where l.user_id = any($1::bigint[]) and l.deleted_at is null and t.deleted_at is null) p
+          where p.rn > $2 and p.rn <= $3 order by p.parent_id, p.rn`,
+};
+const ROLES = {
+  name: 'floor-roles',
+  text: `select * from (select t.id as "id", t.name as "name", l.user_id as parent_id,
+                 row_number() over (partition by l.user_id order by t.id asc) as rn
+            from user_roles l join roles t on t.id = l.role_id
+           where l.user_id = any($1::bigint[]) and l.deleted_at is null and t.deleted_at is null) p
+          where p.rn > $2 and p.rn <= $3 order by p.parent_id, p.rn`,
+};
+
+async function usersPage(page, pageSize) {
+  const [users, counted] = await Promise.all([
+    pool.query({ ...PAGE, values: [pageSize, (page - 1) * pageSize] }),
+    pool.query(TOTAL),
+  ]);
+  const byId = new Map();
+  for (const user of users.rows) byId.set(user.id, Object.assign(user, { applications: { data: [] }, roles: { data: [] } }));
+  return { total: counted.rows[0].total, data: users.rows };
+}
+
+const typeDefs = `
+  type User { id: ID! firstName: String! lastName: String! status: Int! applications: ApplicationLinkPage! roles: RolePage! }
+  type Application { id: ID! name: String! }
+  type ApplicationLink { right: Int! application: Application! }
+  type ApplicationLinkPage { data: [ApplicationLink!]! }
+  type Role { id: ID! name: String! }
+  type RolePage { data: [Role!]! }
+  type UserPage { total: Int! data: [User!]! }
+  input UserPatch { firstName: String }
+  type Query { user(id: ID!): User users(page: Int!, pageSize: Int!): UserPage! }
+  type Mutation { patchUser(id: ID!, input: UserPatch!): User }
+`;
+const resolvers = {
+  Query: {
+    user: async (_root, { id }) => (await pool.query({ ...USER, values: [Number(id)] })).rows[0] ?? null,
+    users: (_root, { page, pageSize }) => usersPage(page, pageSize),
+  },
+  Mutation: {
+    patchUser: (_root, { id, input }, { token }) => patchFirstName(Number(id), input.firstName, token),
+  },
+};
+
+// Every operation compiled by graphql-jit (once per document and operation name), answered through
+// Apollo's public plugin hook as the service's executor does (src/graphql/executor.ts).
+const compiled = new WeakMap();
+const jit = {
+  requestDidStart: async () => ({
+    responseForOperation: async ({ schema, document, operationName, request, contextValue }) => {
+      let byName = compiled.get(document);
+      if (!byName) compiled.set(document, (byName = new Map()));
+      let query = byName.get(operationName);
+      if (!query) byName.set(operationName, (query = compileQuery(schema, document, operationName ?? undefined)));
+      const result = isCompiledQuery(query) ? await query.query(undefined, contextValue, request.variables ?? {}) : query;
+      return { http: { status: result.data === undefined ? 400 : undefined, headers: new HeaderMap() }, body: { kind: 'single', singleResult: result } };
+    },
+  }),
+};
+
+async function linkPages(statement, ids, shape) {
+  const pages = new Map(ids.map((id) => [id, { data: [] }]));
+  for (const row of (await pool.query({ ...statement, values: [ids, 0, 20] })).rows) pages.get(row.parent_id).data.push(shape(row));
+  return ids.map((id) => pages.get(id));
+}
+resolvers.User = {
+  applications: async (user, _args, ctx) =>
+    (ctx.apps ??= new DataLoader((ids) => linkPages(APPLICATIONS, ids, (row) => ({ right: row.right, application: row })))).load(user.id),
+  roles: async (user, _args, ctx) => (ctx.roles ??= new DataLoader((ids) => linkPages(ROLES, ids, (row) => row))).load(user.id),
+};
+const server = new ApolloServer({ typeDefs, resolvers, plugins: [jit] });
+await server.start();
+const app = new Koa();
+app.use(bodyParser());
+app.use(
+  koaMiddleware(server, {
+    context: async ({ ctx }) => {
+      const token = await tokenOf(ctx.get('Authorization'));
+      if (!token) throw new GraphQLError('unauthorized', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+      return { token };
+    },
+  }),
+);
+app.listen(Number(process.env.PORT ?? 5731), '127.0.0.1');
