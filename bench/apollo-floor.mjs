@@ -5,7 +5,8 @@
 // fields asked for, where the service's answers every column); `users(page, pageSize)` is the
 // service's page of users with their application and role links: its four statements (the page,
 // the live count, each relation's page per user, the last two at once), the links read in the
-// root field itself (no loader, no per-field resolver). Operations run compiled by graphql-jit
+// root field itself (no loader, no per-field resolver; FLOOR_NESTED=loader: a resolver per user and
+// nested list with a DataLoader per request instead, as the service did before it read them ahead). Operations run compiled by graphql-jit
 // through the plugin hook the service uses (`responseForOperation`), each document compiled on its
 // first run. Nothing else: no request id, log line, metrics, limits, error mapping, read cache,
 // type-graphql, validation of variables beyond graphql-jit's own coercion.
@@ -23,6 +24,7 @@ import { GraphQLError } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
+import DataLoader from 'dataloader';
 import { patchFirstName, pool, tokenOf } from './floor.mjs';
 
 const USER = {
@@ -55,13 +57,13 @@ const ROLES = {
           where p.rn > $2 and p.rn <= $3 order by p.parent_id, p.rn`,
 };
 
+const perUser = process.env.FLOOR_NESTED === 'loader';
+
 async function usersPage(page, pageSize) {
-  const [users, counted] = await Promise.all([
-    pool.query({ ...PAGE, values: [pageSize, (page - 1) * pageSize] }),
-    pool.query(TOTAL),
-  ]);
+  const [users, counted] = await Promise.all([pool.query({ ...PAGE, values: [pageSize, (page - 1) * pageSize] }), pool.query(TOTAL)]);
   const byId = new Map();
   for (const user of users.rows) byId.set(user.id, Object.assign(user, { applications: { data: [] }, roles: { data: [] } }));
+  if (perUser) return { total: counted.rows[0].total, data: users.rows };
   const ids = users.rows.map((user) => user.id);
   const [applications, roles] = await Promise.all([pool.query({ ...APPLICATIONS, values: [ids, 0, 20] }), pool.query({ ...ROLES, values: [ids, 0, 20] })]);
   for (const row of applications.rows) byId.get(row.parent_id).applications.data.push({ right: row.right, application: row });
@@ -106,6 +108,18 @@ const jit = {
     },
   }),
 };
+
+async function linkPages(statement, ids, shape) {
+  const pages = new Map(ids.map((id) => [id, { data: [] }]));
+  for (const row of (await pool.query({ ...statement, values: [ids, 0, 20] })).rows) pages.get(row.parent_id).data.push(shape(row));
+  return ids.map((id) => pages.get(id));
+}
+if (perUser)
+  resolvers.User = {
+    applications: async (user, _args, ctx) =>
+      (ctx.applications ??= new DataLoader((ids) => linkPages(APPLICATIONS, ids, (row) => ({ right: row.right, application: row })))).load(user.id),
+    roles: async (user, _args, ctx) => (ctx.roles ??= new DataLoader((ids) => linkPages(ROLES, ids, (row) => row))).load(user.id),
+  };
 
 const server = new ApolloServer({ typeDefs, resolvers, plugins: [jit] });
 await server.start();
