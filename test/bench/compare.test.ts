@@ -53,12 +53,14 @@ test('the cases and the floors are those of the kit', () => {
     'cold-page raw raw-users',
     'cold-page pgl pgl-users-cursor',
     'cold-page cold us-users',
+    'cold-page apollo us-users',
     'mixed-id-rest raw raw-mixed-id',
     'mixed-id-rest us us-mixed-id',
     'mixed-id-rest koa us-mixed-id',
     'mixed-page raw raw-mixed-page',
     'mixed-page pgl pgl-mixed-page',
     'mixed-page us us-gql-mixed-page',
+    'mixed-page apollo us-gql-mixed-page',
     'write-rest raw raw-patch',
     'write-rest us us-patch',
     'write-rest koa us-patch',
@@ -95,9 +97,9 @@ describe('the summary', () => {
   const ALL = {
     'cold-id-rest': ['raw', 'cold', 'koa'],
     'cold-id-gql': ['pgl', 'cold', 'apollo'],
-    'cold-page': ['raw', 'pgl', 'cold'],
+    'cold-page': ['raw', 'pgl', 'cold', 'apollo'],
     'mixed-id-rest': ['raw', 'us', 'koa'],
-    'mixed-page': ['raw', 'pgl', 'us'],
+    'mixed-page': ['raw', 'pgl', 'us', 'apollo'],
     'write-rest': ['raw', 'us', 'koa'],
     'write-gql': ['pgl', 'us', 'apollo'],
     'hot-id-rest': ['us'],
@@ -135,7 +137,7 @@ describe('the summary', () => {
     expect(partial).not.toMatch(/Targets:/);
     expect(/^Floors: (.*)$/m.exec(partial)![1]).toBe('writes GraphQL 0.80x the Apollo floor (500 / 625 req/s; p99 15.0 / 8.0 ms)');
     expect(summary(ALL, 1, 0.75)).toMatch(
-      /^Floors: cold REST by id 0\.75x the Koa floor .*; cold GraphQL by id 0\.75x the Apollo floor .*; mixed by id 0\.75x the Koa floor .*; writes REST 0\.75x the Koa floor .*; writes GraphQL 0\.75x the Apollo floor /m,
+      /^Floors: cold REST by id 0\.75x the Koa floor .*; cold GraphQL by id 0\.75x the Apollo floor .*; cold page of 50 0\.75x the Apollo floor .*; mixed by id 0\.75x the Koa floor .*; mixed page of 50 0\.75x the Apollo floor .*; writes REST 0\.75x the Koa floor .*; writes GraphQL 0\.75x the Apollo floor /m,
     );
     expect(summary({ 'write-rest': ['raw', 'us'] }, 1, 1, true)).not.toMatch(/Floors:/);
   });
@@ -146,7 +148,10 @@ describe('the summary', () => {
     expect(reached.split('; ')).toEqual([
       'cold REST by id 0.80x raw (>= 0.65)',
       'cold GraphQL by id 0.80x PostGraphile (>= 1.05)',
+      'cold page of 50 0.80x PostGraphile (>= 1.5)',
+      'cold page of 50 0.80x raw (>= 0.7)',
       'mixed by id 0.80x raw (>= 0.6)',
+      'mixed page of 50 0.80x PostGraphile (>= 1.5)',
       'writes REST 0.80x raw (>= 0.55)',
       'writes GraphQL 0.80x PostGraphile (>= 0.9)',
       "p99 cold REST by id 1.25x the anchor's p99 over ours (>= 0.5)",
