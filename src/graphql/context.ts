@@ -141,17 +141,32 @@ export class Loaders {
    * Reads a nested field (one node of the document) for a whole list of parents ahead of its
    * resolvers, with the batch its resolver would make (src/graphql/prefetch.ts says why). The same
    * node under another list of the request (a fragment used twice) adds its parents: one node and
-   * its variables give one value per parent.
+   * its variables give one value per parent. A failed read is kept as the answer of each of those
+   * parents, as a failed batch of the loader would be.
    */
   async readAhead<T>(node: FieldNode, batch: NestedBatch<T>, parentIds: readonly number[]): Promise<void> {
-    const found = await batch(this.requireCaller(), this.sql, parentIds);
+    let found: Map<number, unknown>;
+    try {
+      found = await batch(this.requireCaller(), this.sql, parentIds);
+    } catch (err) {
+      const failed = new ReadFailed(err);
+      found = new Map(parentIds.map((id) => [id, failed]));
+    }
     const known = this.ahead.get(node);
     if (!known) this.ahead.set(node, found);
     else for (const [id, value] of found) known.set(id, value);
   }
 
-  /** A nested field's value for one parent, when it was read ahead; undefined when it was not. */
+  /** A nested field's value for one parent, when it was read ahead (throws its read's error); undefined when it was not. */
   readyFor<T>(info: GraphQLResolveInfo, parentId: number): T | undefined {
-    return info.fieldNodes.length === 1 ? (this.ahead.get(info.fieldNodes[0])?.get(parentId) as T | undefined) : undefined;
+    if (info.fieldNodes.length !== 1) return undefined;
+    const value = this.ahead.get(info.fieldNodes[0])?.get(parentId);
+    if (value instanceof ReadFailed) throw value.error;
+    return value as T | undefined;
   }
+}
+
+/** A read ahead that failed: its error, answered by each parent's field. */
+class ReadFailed {
+  constructor(readonly error: unknown) {}
 }

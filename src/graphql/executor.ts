@@ -26,6 +26,7 @@ import { STATUS_OF } from '../http/errors.js';
 import type { Logger } from '../observability/log.js';
 import { Loaders, type GraphQLContext } from './context.js';
 import { formatErrors, toGraphQLError } from './errors.js';
+import { mayOmitInLiteral } from './selection.js';
 import type { Verdict } from './gate.js';
 
 /**
@@ -48,7 +49,8 @@ import type { Verdict } from './gate.js';
  *   checked variables;
  * - compiled once per document and operation with graphql-jit from its second run on (its own
  *   measurements here: a page of 50 users with their links took 0.87 ms to execute with graphql-js
- *   and 0.06 ms compiled); a document jit cannot compile runs on graphql-js;
+ *   and 0.06 ms compiled); a document jit cannot compile, or would coerce differently (a variable
+ *   inside an input literal that may be left out: mayOmitInLiteral), runs on graphql-js;
  * - a mutation with several root fields in one transaction (docs/rest.md#conventions: a request that fails changes
  *   nothing): committed when every root field succeeded, else rolled back with `data` null.
  */
@@ -101,10 +103,11 @@ function compiledFor(schema: GraphQLSchema, document: DocumentNode, operation: O
   const key = operationName ?? '';
   let query = byName.get(key);
   if (query === undefined) {
-    const jitable = (operation.variableDefinitions ?? []).every((d) => {
-      const type = typeFromAST(schema, d.type) as GraphQLInputType | undefined;
-      return type !== undefined && !isRecursive(type);
-    });
+    const jitable =
+      (operation.variableDefinitions ?? []).every((d) => {
+        const type = typeFromAST(schema, d.type) as GraphQLInputType | undefined;
+        return type !== undefined && !isRecursive(type);
+      }) && !mayOmitInLiteral(document, operation);
     const result = jitable ? compileQuery(schema, document, operationName ?? undefined) : null;
     query = result && isCompiledQuery(result) ? result : null;
     byName.set(key, query);

@@ -1,6 +1,15 @@
-import { getArgumentValues, getNamedType, isObjectType, type GraphQLObjectType, type GraphQLOutputType, type GraphQLResolveInfo } from 'graphql';
+import {
+  getArgumentValues,
+  getNamedType,
+  isObjectType,
+  type FieldNode,
+  type GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { GraphQLContext, NestedBatch } from './context.js';
-import { plainFieldsAt, type FieldAt } from './selection.js';
+import { mayOmitInLiteral, plainFieldsAt, type FieldAt } from './selection.js';
 
 /**
  * Nested lists read ahead: a list of records (`users { data { … } }`) reads the nested lists its
@@ -17,9 +26,12 @@ import { plainFieldsAt, type FieldAt } from './selection.js';
  * ms of Node a page of 50 with their applications and roles (docs/benchmarks.md).
  *
  * Only what is certain to be resolved as read is read ahead (selection.ts: `plainFieldsAt`: one
- * node per response key, no `@skip`/`@include`); anything else, and any nested list whose
- * read fails (a permission the token lacks, an argument that does not parse, the database), is
- * left to its resolver, which reads it as before and reports the error at its own path.
+ * node per response key, no `@skip`/`@include`), with arguments every executor reads alike (no
+ * variable that may be left out inside a literal: selection.ts, `mayOmitInLiteral`). Anything else,
+ * and a nested list whose batch cannot be made (a permission the token lacks, an argument that
+ * does not parse), is left to its resolver, which reports the error at its own path. A read that
+ * fails in the database is answered as its resolver's batch would have: the error, at each
+ * record's field (not read a second time).
  */
 
 /** The extension under which a nested list field declares how it is read for a list of parents. */
@@ -27,6 +39,22 @@ export const READ_AHEAD = 'readAhead';
 
 /** How a nested list field is read for a list of parents, from its node in the document (throws as its resolver would). */
 export type NestedRead = (ctx: GraphQLContext, at: FieldAt, args: Record<string, unknown>) => NestedBatch<unknown>;
+
+/** A nested list field's resolver: its value read ahead, else its batch through the request's loader (as before). Not `async`: a value read ahead is answered as it is. */
+export function resolveNested(read: NestedRead) {
+  return (root: { id: number }, args: Record<string, unknown>, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
+    ctx.loaders.readyFor(info, root.id) ?? ctx.loaders.byField(info, () => read(ctx, info, args)).load(root.id);
+}
+
+/** Whether every executor reads a node's arguments alike (remembered per node and operation: it depends on the document alone). */
+const alike = new WeakMap<FieldNode, WeakMap<OperationDefinitionNode, boolean>>();
+function readsAlike(node: FieldNode, operation: OperationDefinitionNode): boolean {
+  let byOperation = alike.get(node);
+  if (!byOperation) alike.set(node, (byOperation = new WeakMap()));
+  let known = byOperation.get(operation);
+  if (known === undefined) byOperation.set(operation, (known = !mayOmitInLiteral(node, operation)));
+  return known;
+}
 
 /** The object type of the records at `path` below a field of type `type` (a page's `data`, a connection's `edges.node`). */
 function recordType(type: GraphQLOutputType, path: readonly string[]): GraphQLObjectType | null {
@@ -55,14 +83,14 @@ export async function readNestedAhead(
   for (const node of plainFieldsAt(info, path, type.name)) {
     const field = type.getFields()[node.name.value];
     const read = field?.extensions?.[READ_AHEAD] as NestedRead | undefined;
-    if (typeof read !== 'function') continue;
+    if (typeof read !== 'function' || !readsAlike(node, info.operation)) continue;
     let batch: NestedBatch<unknown>;
     try {
       batch = read(ctx, { fieldNodes: [node], fragments: info.fragments }, getArgumentValues(field, node, info.variableValues));
     } catch {
       continue; // its resolver says why
     }
-    reads.push(ctx.loaders.readAhead(node, batch, ids).catch(() => undefined));
+    reads.push(ctx.loaders.readAhead(node, batch, ids));
   }
   await Promise.all(reads);
 }

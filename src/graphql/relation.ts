@@ -1,4 +1,3 @@
-import type { GraphQLResolveInfo } from 'graphql';
 import {
   Args,
   ArgsType,
@@ -31,7 +30,7 @@ import { PlainResolver } from './plain-resolvers.js';
 import { define, filterOf, named, scalarOf, type RecordTypes } from './record-types.js';
 import { method, params } from './record-resolver.js';
 import { DateTime } from './scalars.js';
-import { READ_AHEAD, type NestedRead } from './prefetch.js';
+import { READ_AHEAD, resolveNested, type NestedRead } from './prefetch.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects, type FieldAt } from './selection.js';
 
 /**
@@ -251,9 +250,7 @@ function nestedField(Resolver_: ClassType, entry: RelationEntry, types: NestedTy
     const selection = selectionOf(relation, at, CONNECTION_RECORDS);
     return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
   };
-  // Not `async`: a value read ahead is answered as it is (no promise for the executor to wait on).
-  const resolve = (root: { id: number }, args: Record<string, unknown>, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
-    ctx.loaders.readyFor(info, root.id) ?? ctx.loaders.byField(info, () => batch(ctx, info, args)).load(root.id);
+  const resolve = resolveNested(batch);
   const d = method(Resolver_, name, resolve);
   params(
     Resolver_,

@@ -1,4 +1,13 @@
-import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import {
+  Kind,
+  visit,
+  type ASTNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
 
 /** Where a field is in the document: its nodes (one response key asked once or more) and the document's fragments. */
 export type FieldAt = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
@@ -66,12 +75,25 @@ function fieldsOf(set: SelectionSetNode, fragments: Record<string, FragmentDefin
 
 /**
  * The fields selected at `path` below the field being resolved on records of type `typeName`, each
- * the only node of its response key there, with no `@skip`/`@include` on it or on the way to it
- * (a fragment's condition naming that type or none): the nodes graphql-jit and graphql-js then
- * resolve with `fieldNodes` of that one node. Others are left out, to be resolved as usual.
+ * the only node of its response key there, with no `@skip`/`@include` on it or on the way to it:
+ * the nodes graphql-jit and graphql-js then resolve with `fieldNodes` of that one node. Fragments
+ * are followed when their condition names `typeName` or nothing; any other condition (even the
+ * page's own type, on the way to the records) leaves the fields behind it out, to be resolved as
+ * usual. Depends on the document alone: remembered per field node, path and type.
  */
+const plainRemembered = new WeakMap<FieldNode, Map<string, FieldNode[]>>();
+
 export function plainFieldsAt(info: FieldAt, path: readonly string[], typeName: string): FieldNode[] {
   if (info.fieldNodes.length !== 1) return [];
+  let byPath = plainRemembered.get(info.fieldNodes[0]);
+  if (!byPath) plainRemembered.set(info.fieldNodes[0], (byPath = new Map()));
+  const key = `${path.join('.')} ${typeName}`;
+  let found = byPath.get(key);
+  if (!found) byPath.set(key, (found = plainFieldsBelow(info, path, typeName)));
+  return found;
+}
+
+function plainFieldsBelow(info: FieldAt, path: readonly string[], typeName: string): FieldNode[] {
   let sets: readonly SelectionSetNode[] = info.fieldNodes[0].selectionSet ? [info.fieldNodes[0].selectionSet] : [];
   for (const step of path) {
     const steps = sets.flatMap((set) => plainFieldsOf(set, info.fragments, typeName)).filter((f) => f.name.value === step);
@@ -121,4 +143,27 @@ function plainFieldsOf(
     }
   }
   return out;
+}
+
+/**
+ * Whether `node` (a document, a field) has, inside an object or list literal, a variable the
+ * request may leave out (nullable, without a default): `input: { avatarUrl: $avatar }`.
+ * graphql-jit coerces such a literal with that field set to null when the variable was not sent,
+ * where graphql-js (and the spec) leave the field out; a patch then clears the field, a filter
+ * reads it as "is null". A variable that is always there (non-null, or with a default) reads alike.
+ */
+export function mayOmitInLiteral(node: ASTNode, operation: OperationDefinitionNode): boolean {
+  const definitions = new Map((operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, d]));
+  let depth = 0;
+  let found = false;
+  const literal = { enter: () => void depth++, leave: () => void depth-- };
+  visit(node, {
+    ObjectValue: literal,
+    ListValue: literal,
+    Variable: (variable) => {
+      const definition = definitions.get(variable.name.value);
+      if (depth > 0 && (!definition || (definition.type.kind !== Kind.NON_NULL_TYPE && !definition.defaultValue))) found = true;
+    },
+  });
+  return found;
 }

@@ -1,10 +1,11 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import { Arg, Args, Ctx, Field, FieldResolver, Info, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
+import { Arg, Args, Ctx, Extensions, Field, FieldResolver, Info, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
 import { requirePermission } from '../auth/caller.js';
 import { connectionInput } from '../graphql/connection.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { listInput } from '../graphql/filters.js';
 import { PlainResolver } from '../graphql/plain-resolvers.js';
+import { READ_AHEAD, resolveNested, type NestedRead } from '../graphql/prefetch.js';
 import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { recordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
@@ -73,6 +74,25 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
     }
   }
 
+  // User.tokens(…) and User.tokensConnection(…): one statement for a whole list of users, read
+  // ahead by the list (src/graphql/prefetch.ts) or batched by the request's loader.
+  const tokensOfUsers: NestedRead = (ctx, at, args) => {
+    const service = api.service(ctx);
+    requirePermission(callerOf(ctx), service.permissions.listForUsers);
+    const list = compileList(listInput(args), service.listFields);
+    const count = selects(at, 'total');
+    return (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count);
+  };
+  const tokenConnectionsOfUsers: NestedRead = (ctx, at, args) => {
+    const service = api.service(ctx);
+    requirePermission(callerOf(ctx), service.permissions.listForUsers);
+    const keyset = compileKeyset(connectionInput(args), service.listFields);
+    const count = selects(at, 'totalCount');
+    return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);
+  };
+  const resolveTokens = resolveNested(tokensOfUsers);
+  const resolveTokensConnection = resolveNested(tokenConnectionsOfUsers);
+
   /** User.tokens(…): the user's tokens, one statement for a whole page of users. */
   @Resolver(() => userTypes().Type)
   class UserTokensResolver {
@@ -81,16 +101,14 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
       description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
     })
     @PlainResolver()
-    async tokens(@Root() user: UserRecord, @Args(() => tokenTypes().ListArgs) args: object, @Ctx() ctx: GraphQLContext, @Info() info: GraphQLResolveInfo) {
-      return ctx.loaders
-        .byField(info, () => {
-          const service = api.service(ctx);
-          requirePermission(callerOf(ctx), service.permissions.listForUsers);
-          const list = compileList(listInput(args), service.listFields);
-          const count = selects(info, 'total');
-          return (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count);
-        })
-        .load(user.id);
+    @Extensions({ [READ_AHEAD]: tokensOfUsers })
+    tokens(
+      @Root() user: UserRecord,
+      @Args(() => tokenTypes().ListArgs) args: Record<string, unknown>,
+      @Ctx() ctx: GraphQLContext,
+      @Info() info: GraphQLResolveInfo,
+    ) {
+      return resolveTokens(user, args, ctx, info);
     }
 
     @FieldResolver(() => tokenTypes().Connection, {
@@ -98,21 +116,14 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
       description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
     })
     @PlainResolver()
-    async tokensConnection(
+    @Extensions({ [READ_AHEAD]: tokenConnectionsOfUsers })
+    tokensConnection(
       @Root() user: UserRecord,
-      @Args(() => tokenTypes().ConnectionArgs) args: object,
+      @Args(() => tokenTypes().ConnectionArgs) args: Record<string, unknown>,
       @Ctx() ctx: GraphQLContext,
       @Info() info: GraphQLResolveInfo,
     ) {
-      return ctx.loaders
-        .byField(info, () => {
-          const service = api.service(ctx);
-          requirePermission(callerOf(ctx), service.permissions.listForUsers);
-          const keyset = compileKeyset(connectionInput(args), service.listFields);
-          const count = selects(info, 'totalCount');
-          return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);
-        })
-        .load(user.id);
+      return resolveTokensConnection(user, args, ctx, info);
     }
   }
   return [TokenResolver, TokenUserResolver, UserTokensResolver];
