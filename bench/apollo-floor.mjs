@@ -59,16 +59,24 @@ const ROLES = {
 
 const perUser = process.env.FLOOR_NESTED === 'loader';
 
+/** Each user's page of links (the first 20), in the order of `ids`: one statement for all of them. */
+async function linkPages(statement, ids, shape) {
+  const pages = new Map(ids.map((id) => [id, { data: [] }]));
+  for (const row of (await pool.query({ ...statement, values: [ids, 0, 20] })).rows) pages.get(row.parent_id).data.push(shape(row));
+  return ids.map((id) => pages.get(id));
+}
+const applicationLink = (row) => ({ right: row.right, application: row });
+const role = (row) => row;
+
 async function usersPage(page, pageSize) {
   const [users, counted] = await Promise.all([pool.query({ ...PAGE, values: [pageSize, (page - 1) * pageSize] }), pool.query(TOTAL)]);
-  const byId = new Map();
-  for (const user of users.rows) byId.set(user.id, Object.assign(user, { applications: { data: [] }, roles: { data: [] } }));
-  if (perUser) return { total: counted.rows[0].total, data: users.rows };
-  const ids = users.rows.map((user) => user.id);
-  const [applications, roles] = await Promise.all([pool.query({ ...APPLICATIONS, values: [ids, 0, 20] }), pool.query({ ...ROLES, values: [ids, 0, 20] })]);
-  for (const row of applications.rows) byId.get(row.parent_id).applications.data.push({ right: row.right, application: row });
-  for (const row of roles.rows) byId.get(row.parent_id).roles.data.push(row);
-  return { total: counted.rows[0].total, data: users.rows };
+  const data = users.rows;
+  if (!perUser) {
+    const ids = data.map((user) => user.id);
+    const [applications, roles] = await Promise.all([linkPages(APPLICATIONS, ids, applicationLink), linkPages(ROLES, ids, role)]);
+    data.forEach((user, i) => Object.assign(user, { applications: applications[i], roles: roles[i] }));
+  }
+  return { total: counted.rows[0].total, data };
 }
 
 const typeDefs = `
@@ -109,16 +117,10 @@ const jit = {
   }),
 };
 
-async function linkPages(statement, ids, shape) {
-  const pages = new Map(ids.map((id) => [id, { data: [] }]));
-  for (const row of (await pool.query({ ...statement, values: [ids, 0, 20] })).rows) pages.get(row.parent_id).data.push(shape(row));
-  return ids.map((id) => pages.get(id));
-}
 if (perUser)
   resolvers.User = {
-    applications: async (user, _args, ctx) =>
-      (ctx.applications ??= new DataLoader((ids) => linkPages(APPLICATIONS, ids, (row) => ({ right: row.right, application: row })))).load(user.id),
-    roles: async (user, _args, ctx) => (ctx.roles ??= new DataLoader((ids) => linkPages(ROLES, ids, (row) => row))).load(user.id),
+    applications: async (user, _args, ctx) => (ctx.applications ??= new DataLoader((ids) => linkPages(APPLICATIONS, ids, applicationLink))).load(user.id),
+    roles: async (user, _args, ctx) => (ctx.roles ??= new DataLoader((ids) => linkPages(ROLES, ids, role))).load(user.id),
   };
 
 const server = new ApolloServer({ typeDefs, resolvers, plugins: [jit] });

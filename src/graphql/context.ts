@@ -67,15 +67,15 @@ export function callerOf(ctx: GraphQLContext): Caller {
   return ctx.caller;
 }
 
+/** A nested field's read for a list of parents: each parent's value, by the parent's id. */
+export type NestedBatch<T> = (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>;
+
 /**
  * Per-request batching of nested fields: every `Token.user` of a response is one statement, and
  * every `User.tokens(…)` (likewise applications, roles) with the same arguments is one statement,
  * however many parents the page has. Made per request (and per transaction): a loader caches what
  * it loaded.
  */
-/** A nested field's read for a list of parents: each parent's value, by the parent's id. */
-export type NestedBatch<T> = (caller: Caller, sql: Sql, parentIds: readonly number[]) => Promise<Map<number, T>>;
-
 export class Loaders {
   private readonly nested = new Map<FieldNode, DataLoader<number, unknown>>();
   /** Nested fields read ahead for their whole list of parents (src/graphql/prefetch.ts), by field node. */

@@ -34,17 +34,11 @@ import { mayOmitInLiteral, plainFieldsAt, type FieldAt } from './selection.js';
  * record's field (not read a second time).
  */
 
-/** The extension under which a nested list field declares how it is read for a list of parents. */
+/** The extension under which a nested list field declares how it is read for a list of parents (src/graphql/nested-list.ts). */
 export const READ_AHEAD = 'readAhead';
 
 /** How a nested list field is read for a list of parents, from its node in the document (throws as its resolver would). */
 export type NestedRead = (ctx: GraphQLContext, at: FieldAt, args: Record<string, unknown>) => NestedBatch<unknown>;
-
-/** A nested list field's resolver: its value read ahead, else its batch through the request's loader (as before). Not `async`: a value read ahead is answered as it is. */
-export function resolveNested(read: NestedRead) {
-  return (root: { id: number }, args: Record<string, unknown>, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
-    ctx.loaders.readyFor(info, root.id) ?? ctx.loaders.byField(info, () => read(ctx, info, args)).load(root.id);
-}
 
 /** Whether every executor reads a node's arguments alike (remembered per node and operation: it depends on the document alone). */
 const alike = new WeakMap<FieldNode, WeakMap<OperationDefinitionNode, boolean>>();

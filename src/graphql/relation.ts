@@ -1,20 +1,4 @@
-import {
-  Args,
-  ArgsType,
-  Ctx,
-  Extensions,
-  FieldResolver,
-  ID,
-  Info,
-  InputType,
-  Int,
-  Mutation,
-  ObjectType,
-  Query,
-  Resolver,
-  Root,
-  type ClassType,
-} from 'type-graphql';
+import { Args, ArgsType, Ctx, Extensions, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, type ClassType } from 'type-graphql';
 import { requirePermission } from '../auth/caller.js';
 import { compileKeyset } from '../list/keyset.js';
 import { compileList } from '../list/list.js';
@@ -26,11 +10,11 @@ import { ConnectionArgs, connectionInput, ConnectionType } from './connection.js
 import { callerOf, type GraphQLContext } from './context.js';
 import { DateTimeFilter, IDFilter, listInput, SortDirection } from './filters.js';
 import { PageArgs, PageType } from './page.js';
-import { PlainResolver } from './plain-resolvers.js';
 import { define, filterOf, named, scalarOf, type RecordTypes } from './record-types.js';
 import { method, params } from './record-resolver.js';
 import { DateTime } from './scalars.js';
-import { READ_AHEAD, resolveNested, type NestedRead } from './prefetch.js';
+import { nestedListField } from './nested-list.js';
+import type { NestedRead } from './prefetch.js';
 import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects, type FieldAt } from './selection.js';
 
 /**
@@ -250,25 +234,17 @@ function nestedField(Resolver_: ClassType, entry: RelationEntry, types: NestedTy
     const selection = selectionOf(relation, at, CONNECTION_RECORDS);
     return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
   };
-  const resolve = resolveNested(batch);
-  const d = method(Resolver_, name, resolve);
-  params(
-    Resolver_,
-    name,
-    Root(),
-    Args(() => (kind === 'page' ? types.ListArgs : types.ConnectionArgs)),
-    Ctx(),
-    Info(),
-  );
-  PlainResolver()(Resolver_.prototype, name, d);
-  Extensions({ [READ_AHEAD]: batch })(Resolver_.prototype, name, d);
-  if (cacheable) Extensions(CACHEABLE)(Resolver_.prototype, name, d);
   const items = relation.linkEntries.length ? `${child.label} links` : `${child.label}s`;
-  const description =
-    kind === 'page'
-      ? `null (with a FORBIDDEN error) when the token lacks ${read}; the rest of the ${parent.label} still comes back.`
-      : `The ${parent.label}’s ${items} as keyset pages; null (with a FORBIDDEN error) when the token lacks ${read}.`;
-  FieldResolver(() => (kind === 'page' ? types.Page : types.Connection), { nullable: true, description })(Resolver_.prototype, name, d);
+  nestedListField(Resolver_, name, {
+    returns: () => (kind === 'page' ? types.Page : types.Connection),
+    args: () => (kind === 'page' ? types.ListArgs : types.ConnectionArgs),
+    description:
+      kind === 'page'
+        ? `null (with a FORBIDDEN error) when the token lacks ${read}; the rest of the ${parent.label} still comes back.`
+        : `The ${parent.label}’s ${items} as keyset pages; null (with a FORBIDDEN error) when the token lacks ${read}.`,
+    read: batch,
+    cacheable,
+  });
 }
 
 /**

@@ -1,18 +1,17 @@
-import type { GraphQLResolveInfo } from 'graphql';
-import { Arg, Args, Ctx, Extensions, Field, FieldResolver, Info, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
 import { requirePermission } from '../auth/caller.js';
 import { connectionInput } from '../graphql/connection.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { listInput } from '../graphql/filters.js';
-import { PlainResolver } from '../graphql/plain-resolvers.js';
-import { READ_AHEAD, resolveNested, type NestedRead } from '../graphql/prefetch.js';
+import { nestedListField } from '../graphql/nested-list.js';
+import type { NestedRead } from '../graphql/prefetch.js';
 import { method, params, recordResolver } from '../graphql/record-resolver.js';
-import { recordTypes } from '../graphql/record-types.js';
+import { named, recordTypes } from '../graphql/record-types.js';
 import { selects } from '../graphql/selection.js';
 import { compileKeyset } from '../list/keyset.js';
 import { compileList, compileQuery } from '../list/list.js';
 import type { GraphQLApi } from '../module/module.js';
-import { users, type UserRecord } from '../users/user.resource.js';
+import { users } from '../users/user.resource.js';
 import { userTypes } from '../users/user.graphql.js';
 import { tokens, type TokenRecord } from './token.resource.js';
 import type { TokenService } from './token.service.js';
@@ -90,41 +89,19 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
     const count = selects(at, 'totalCount');
     return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);
   };
-  const resolveTokens = resolveNested(tokensOfUsers);
-  const resolveTokensConnection = resolveNested(tokenConnectionsOfUsers);
-
-  /** User.tokens(…): the user's tokens, one statement for a whole page of users. */
-  @Resolver(() => userTypes().Type)
-  class UserTokensResolver {
-    @FieldResolver(() => tokenTypes().Page, {
-      nullable: true,
-      description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
-    })
-    @PlainResolver()
-    @Extensions({ [READ_AHEAD]: tokensOfUsers })
-    tokens(
-      @Root() user: UserRecord,
-      @Args(() => tokenTypes().ListArgs) args: Record<string, unknown>,
-      @Ctx() ctx: GraphQLContext,
-      @Info() info: GraphQLResolveInfo,
-    ) {
-      return resolveTokens(user, args, ctx, info);
-    }
-
-    @FieldResolver(() => tokenTypes().Connection, {
-      nullable: true,
-      description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
-    })
-    @PlainResolver()
-    @Extensions({ [READ_AHEAD]: tokenConnectionsOfUsers })
-    tokensConnection(
-      @Root() user: UserRecord,
-      @Args(() => tokenTypes().ConnectionArgs) args: Record<string, unknown>,
-      @Ctx() ctx: GraphQLContext,
-      @Info() info: GraphQLResolveInfo,
-    ) {
-      return resolveTokensConnection(user, args, ctx, info);
-    }
-  }
+  const UserTokensResolver = named('UserTokensResolver');
+  nestedListField(UserTokensResolver, 'tokens', {
+    returns: () => tokenTypes().Page,
+    args: () => tokenTypes().ListArgs,
+    description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
+    read: tokensOfUsers,
+  });
+  nestedListField(UserTokensResolver, 'tokensConnection', {
+    returns: () => tokenTypes().Connection,
+    args: () => tokenTypes().ConnectionArgs,
+    description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
+    read: tokenConnectionsOfUsers,
+  });
+  Resolver(() => userTypes().Type)(UserTokensResolver);
   return [TokenResolver, TokenUserResolver, UserTokensResolver];
 }
