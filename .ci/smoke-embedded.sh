@@ -33,5 +33,6 @@ set -e
 trap - EXIT
 rm -rf "$data"
 [ "$status" -eq 0 ] || { cat "$out"; echo "smoke: the service exited with $status after SIGTERM"; exit 1; }
-grep -q "$token" "$out" && [ "$(grep -c "$token" "$out")" -eq 1 ] || { echo "smoke: the first token was printed more than once"; exit 1; }
+# Fixed strings after `--`: a token is base64url and may begin with "-", which grep took for an option.
+grep -qF -- "$token" "$out" && [ "$(grep -cF -- "$token" "$out")" -eq 1 ] || { echo "smoke: the first token was printed more than once"; exit 1; }
 echo "smoke: 5 passed, 0 failed"
