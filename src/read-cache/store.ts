@@ -103,6 +103,11 @@ export class ReadCache {
     return this.standingAside;
   }
 
+  /** How many answers are kept. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /**
    * Whether a cacheable request should look for a kept answer (and keep its own): it has a
    * snapshot, and the database is not being written faster than answers could be reused (see
@@ -127,6 +132,11 @@ export class ReadCache {
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {
       this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > this.busyMovesPerSecond;
+      // Every answer kept was made under a snapshot the writes have since moved past, and a hit
+      // needs that very snapshot: none can be served again. Dropped now rather than held until
+      // MAX_AGE_MS or the LRU pushes them out, the garbage collector stops tracing them (up to
+      // READ_CACHE_MB of small objects) for as long as the writes go on.
+      if (this.standingAside) this.entries.clear();
       this.moves = 0;
       this.windowStart = now;
     }

@@ -151,3 +151,21 @@ test('aside, each sample counts the moves the requests spared since the last wou
   }
   expect(cache.aside).toBe(false);
 });
+
+test('standing aside drops every answer kept (each was made under a snapshot the writes moved past); back in use, answers are kept again', () => {
+  const { cache, clock } = storeAt(5);
+  const at = { xmax: 100 };
+  expect(cache.inUse(caller(at.xmax))).toBe(true);
+  for (let i = 0; i < 3; i++) cache.set(caller(at.xmax), `key ${i}`, { n: i }, 10);
+  expect(cache.size).toBe(3);
+  expect(cache.get(caller(at.xmax), 'key 1')).toEqual({ n: 1 });
+  // A busy window: the next request finds the store aside, and nothing kept.
+  expect(windowOf(cache, clock, 10, at)).toBe(false);
+  expect(cache.size).toBe(0);
+  // After a quiet window it is back in use, and keeps answers again.
+  clock.ms += 1_001;
+  expect(cache.inUse(caller(at.xmax))).toBe(true);
+  cache.set(caller(at.xmax), 'key 0', { n: 0 }, 10);
+  expect(cache.size).toBe(1);
+  expect(cache.get(caller(at.xmax), 'key 0')).toEqual({ n: 0 });
+});
