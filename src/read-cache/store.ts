@@ -132,10 +132,14 @@ export class ReadCache {
     const elapsed = now - this.windowStart;
     if (elapsed >= WINDOW_MS) {
       this.standingAside = elapsed < 2 * WINDOW_MS && (this.moves * WINDOW_MS) / elapsed > this.busyMovesPerSecond;
-      // Every answer kept was made under a snapshot the writes have since moved past, and a hit
-      // needs that very snapshot: none can be served again. Dropped now rather than held until
-      // MAX_AGE_MS or the LRU pushes them out, the garbage collector stops tracing them (up to
-      // READ_CACHE_MB of small objects) for as long as the writes go on.
+      // A hit needs the very snapshot an answer was kept under, and the writes that turned the
+      // store aside have moved it past almost every answer kept: only those made since the last
+      // move could still be served, when the writes stop. All are dropped (those few cost one
+      // miss each): nothing else would remove them while the writes go on (no answer is kept
+      // while aside to push them out, and an expired one goes only when its key is read), and
+      // the garbage collector would trace them (up to READ_CACHE_MB of small objects) all along.
+      // A request let in before this may still keep its answer afterwards; the next busy window
+      // drops it.
       if (this.standingAside) this.entries.clear();
       this.moves = 0;
       this.windowStart = now;

@@ -152,19 +152,28 @@ test('aside, each sample counts the moves the requests spared since the last wou
   expect(cache.aside).toBe(false);
 });
 
-test('standing aside drops every answer kept (each was made under a snapshot the writes moved past); back in use, answers are kept again', () => {
+test('standing aside drops every answer kept, those of the newest snapshot too (one miss each once the writes stop); back in use, answers are kept again', () => {
   const { cache, clock } = storeAt(5);
   const at = { xmax: 100 };
   expect(cache.inUse(caller(at.xmax))).toBe(true);
   for (let i = 0; i < 3; i++) cache.set(caller(at.xmax), `key ${i}`, { n: i }, 10);
   expect(cache.size).toBe(3);
   expect(cache.get(caller(at.xmax), 'key 1')).toEqual({ n: 1 });
-  // A busy window: the next request finds the store aside, and nothing kept.
-  expect(windowOf(cache, clock, 10, at)).toBe(false);
+  // A busy window, whose last request keeps an answer under the newest snapshot; the next request
+  // finds the store aside, and nothing kept.
+  for (let i = 0; i < 10; i++) {
+    cache.inUse(caller(++at.xmax));
+    clock.ms += 100;
+  }
+  cache.set(caller(at.xmax), 'newest', { n: 9 }, 10);
+  clock.ms += 1;
+  expect(cache.inUse(caller(at.xmax))).toBe(false);
   expect(cache.size).toBe(0);
-  // After a quiet window it is back in use, and keeps answers again.
+  // The writes stop: after a quiet window the store is back in use under the same snapshot, and
+  // the answer kept under it is gone (a miss); answers are kept again.
   clock.ms += 1_001;
   expect(cache.inUse(caller(at.xmax))).toBe(true);
+  expect(cache.get(caller(at.xmax), 'newest')).toBeUndefined();
   cache.set(caller(at.xmax), 'key 0', { n: 0 }, 10);
   expect(cache.size).toBe(1);
   expect(cache.get(caller(at.xmax), 'key 0')).toEqual({ n: 0 });
