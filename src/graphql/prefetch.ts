@@ -1,15 +1,6 @@
-import {
-  getArgumentValues,
-  getNamedType,
-  isObjectType,
-  type FieldNode,
-  type GraphQLObjectType,
-  type GraphQLOutputType,
-  type GraphQLResolveInfo,
-  type OperationDefinitionNode,
-} from 'graphql';
+import { getArgumentValues, getNamedType, isObjectType, type GraphQLObjectType, type GraphQLOutputType, type GraphQLResolveInfo } from 'graphql';
 import type { GraphQLContext, NestedBatch } from './context.js';
-import { mayOmitInLiteral, plainFieldsAt, type FieldAt } from './selection.js';
+import { plainFieldsAt, type FieldAt } from './selection.js';
 
 /**
  * Nested lists read ahead: a list of records (`users { data { … } }`) reads the nested lists its
@@ -26,8 +17,9 @@ import { mayOmitInLiteral, plainFieldsAt, type FieldAt } from './selection.js';
  * ms of Node a page of 50 with their applications and roles (docs/benchmarks.md).
  *
  * Only what is certain to be resolved as read is read ahead (selection.ts: `plainFieldsAt`: one
- * node per response key, no `@skip`/`@include`), with arguments every executor reads alike (no
- * variable that may be left out inside a literal: selection.ts, `mayOmitInLiteral`). Anything else,
+ * node per response key, no `@skip`/`@include`), with the arguments its resolver gets: read here by
+ * graphql-js, as graphql-jit reads them too in every document it is given (one with a variable that
+ * may be left out inside a literal runs on graphql-js: executor.ts, `mayOmitInLiteral`). Anything else,
  * and a nested list whose batch cannot be made (a permission the token lacks, an argument that
  * does not parse), is left to its resolver, which reports the error at its own path. A read that
  * fails in the database is answered as its resolver's batch would have: the error, at each
@@ -39,16 +31,6 @@ export const READ_AHEAD = 'readAhead';
 
 /** How a nested list field is read for a list of parents, from its node in the document (throws as its resolver would). */
 export type NestedRead = (ctx: GraphQLContext, at: FieldAt, args: Record<string, unknown>) => NestedBatch<unknown>;
-
-/** Whether every executor reads a node's arguments alike (remembered per node and operation: it depends on the document alone). */
-const alike = new WeakMap<FieldNode, WeakMap<OperationDefinitionNode, boolean>>();
-function readsAlike(node: FieldNode, operation: OperationDefinitionNode): boolean {
-  let byOperation = alike.get(node);
-  if (!byOperation) alike.set(node, (byOperation = new WeakMap()));
-  let known = byOperation.get(operation);
-  if (known === undefined) byOperation.set(operation, (known = !mayOmitInLiteral(node, operation)));
-  return known;
-}
 
 /** The object type of the records at `path` below a field of type `type` (a page's `data`, a connection's `edges.node`). */
 function recordType(type: GraphQLOutputType, path: readonly string[]): GraphQLObjectType | null {
@@ -77,7 +59,7 @@ export async function readNestedAhead(
   for (const node of plainFieldsAt(info, path, type.name)) {
     const field = type.getFields()[node.name.value];
     const read = field?.extensions?.[READ_AHEAD] as NestedRead | undefined;
-    if (typeof read !== 'function' || !readsAlike(node, info.operation)) continue;
+    if (typeof read !== 'function') continue;
     let batch: NestedBatch<unknown>;
     try {
       batch = read(ctx, { fieldNodes: [node], fragments: info.fragments }, getArgumentValues(field, node, info.variableValues));

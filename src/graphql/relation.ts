@@ -1,21 +1,18 @@
 import { Args, ArgsType, Ctx, Extensions, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, type ClassType } from 'type-graphql';
 import { requirePermission } from '../auth/caller.js';
-import { compileKeyset } from '../list/keyset.js';
-import { compileList } from '../list/list.js';
 import { parseId, parseIdList } from '../resource/input.js';
 import type { Relation, RelationSelection } from '../resource/relation.js';
 import type { RelationService } from '../resource/relation-service.js';
 import { CACHEABLE } from './cacheable.js';
-import { ConnectionArgs, connectionInput, ConnectionType } from './connection.js';
+import { ConnectionArgs, ConnectionType } from './connection.js';
 import { callerOf, type GraphQLContext } from './context.js';
-import { DateTimeFilter, IDFilter, listInput, SortDirection } from './filters.js';
+import { DateTimeFilter, IDFilter, SortDirection } from './filters.js';
 import { PageArgs, PageType } from './page.js';
 import { define, filterOf, named, scalarOf, type RecordTypes } from './record-types.js';
 import { method, params } from './record-resolver.js';
 import { DateTime } from './scalars.js';
-import { nestedListField } from './nested-list.js';
-import type { NestedRead } from './prefetch.js';
-import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, selects, type FieldAt } from './selection.js';
+import { nestedListField, type NestedLists } from './nested-list.js';
+import { CONNECTION_RECORDS, PAGE_RECORDS, selectedFields, type FieldAt } from './selection.js';
 
 /**
  * A relation over GraphQL (src/resource/relation.ts), derived from its definition: the nested
@@ -211,40 +208,37 @@ function updateMutation(Resolver_: ClassType, entry: RelationEntry, Link: ClassT
   Mutation(() => Link, { description: `Sets the ${linkNames(relation)} of an existing link (never creates one).` })(Resolver_.prototype, name, d);
 }
 
-/** A nested list field (a page or a connection) of one relation on the parent's type, one batch for every parent. */
-function nestedField(Resolver_: ClassType, entry: RelationEntry, types: NestedTypes, kind: 'page' | 'connection', cacheable: boolean): void {
+/**
+ * The nested lists of one relation on the parent's type (`applications`, `applicationsConnection`):
+ * for each list of parents, one statement (src/graphql/nested-list.ts).
+ */
+function nestedLists(entry: RelationEntry, types: NestedTypes, cacheable: boolean): NestedLists {
   const { relation } = entry;
   const { parent, child } = relation;
-  const read = parent.permissions.read;
-  const name = kind === 'page' ? `${child.name}s` : `${child.name}sConnection`;
   const listFields = relation.linkEntries.length ? relation.linkListFields : relation.listFields;
-  // The batch of one node of the document, for every parent: what its resolver loads, and what a
-  // list reads ahead for its records (src/graphql/prefetch.ts).
-  const batch: NestedRead = (ctx, at, args) => {
-    const service = entry.service(ctx);
-    requirePermission(callerOf(ctx), service.permissions.list);
-    if (kind === 'page') {
-      const list = compileList(listInput(args), listFields);
-      const count = selects(at, 'total');
-      const selection = selectionOf(relation, at, PAGE_RECORDS);
-      return (caller, sql, ids) => service.pages(caller, sql, ids, list, count, selection);
-    }
-    const keyset = compileKeyset(connectionInput(args), listFields);
-    const count = selects(at, 'totalCount');
-    const selection = selectionOf(relation, at, CONNECTION_RECORDS);
-    return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
-  };
-  const items = relation.linkEntries.length ? `${child.label} links` : `${child.label}s`;
-  nestedListField(Resolver_, name, {
-    returns: () => (kind === 'page' ? types.Page : types.Connection),
-    args: () => (kind === 'page' ? types.ListArgs : types.ConnectionArgs),
-    description:
-      kind === 'page'
-        ? `null (with a FORBIDDEN error) when the token lacks ${read}; the rest of the ${parent.label} still comes back.`
-        : `The ${parent.label}’s ${items} as keyset pages; null (with a FORBIDDEN error) when the token lacks ${read}.`,
-    read: batch,
+  return {
+    name: `${child.name}s`,
+    types: () => types,
+    parent: parent.label,
+    items: relation.linkEntries.length ? `${child.label} links` : `${child.label}s`,
+    permission: parent.permissions.read,
     cacheable,
-  });
+    open(ctx) {
+      const service = entry.service(ctx);
+      requirePermission(callerOf(ctx), service.permissions.list);
+      return {
+        listFields,
+        pages: (list, count, at) => {
+          const selection = selectionOf(relation, at, PAGE_RECORDS);
+          return (caller, sql, ids) => service.pages(caller, sql, ids, list, count, selection);
+        },
+        connections: (keyset, count, at) => {
+          const selection = selectionOf(relation, at, CONNECTION_RECORDS);
+          return (caller, sql, ids) => service.connections(caller, sql, ids, keyset, count, selection);
+        },
+      };
+    },
+  };
 }
 
 /**
@@ -264,8 +258,8 @@ export function relationResolvers(parentType: () => ClassType, entries: readonly
   }
   Resolver()(LinkResolver);
   const NestedResolver = named('NestedRelationResolver');
-  for (const kind of ['page', 'connection'] as const)
-    for (const entry of entries) nestedField(NestedResolver, entry, typesOf(entry, cacheable), kind, cacheable);
+  const lists = entries.map((entry) => nestedLists(entry, typesOf(entry, cacheable), cacheable));
+  for (const kind of ['page', 'connection'] as const) for (const each of lists) nestedListField(NestedResolver, each, kind);
   Resolver(parentType)(NestedResolver);
   return [LinkResolver, NestedResolver];
 }

@@ -1,15 +1,11 @@
 import { Arg, Ctx, Field, FieldResolver, Int, Mutation, ObjectType, Query, Resolver, Root, type ClassType } from 'type-graphql';
 import { requirePermission } from '../auth/caller.js';
-import { connectionInput } from '../graphql/connection.js';
 import { callerOf, type GraphQLContext } from '../graphql/context.js';
 import { listInput } from '../graphql/filters.js';
-import { nestedListField } from '../graphql/nested-list.js';
-import type { NestedRead } from '../graphql/prefetch.js';
+import { nestedListField, type NestedLists } from '../graphql/nested-list.js';
 import { method, params, recordResolver } from '../graphql/record-resolver.js';
 import { named, recordTypes } from '../graphql/record-types.js';
-import { selects } from '../graphql/selection.js';
-import { compileKeyset } from '../list/keyset.js';
-import { compileList, compileQuery } from '../list/list.js';
+import { compileQuery } from '../list/list.js';
 import type { GraphQLApi } from '../module/module.js';
 import { users } from '../users/user.resource.js';
 import { userTypes } from '../users/user.graphql.js';
@@ -73,35 +69,25 @@ export function tokenResolvers(api: GraphQLApi<TokenService>): ClassType[] {
     }
   }
 
-  // User.tokens(…) and User.tokensConnection(…): one statement for a whole list of users, read
-  // ahead by the list (src/graphql/prefetch.ts) or batched by the request's loader.
-  const tokensOfUsers: NestedRead = (ctx, at, args) => {
-    const service = api.service(ctx);
-    requirePermission(callerOf(ctx), service.permissions.listForUsers);
-    const list = compileList(listInput(args), service.listFields);
-    const count = selects(at, 'total');
-    return (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count);
-  };
-  const tokenConnectionsOfUsers: NestedRead = (ctx, at, args) => {
-    const service = api.service(ctx);
-    requirePermission(callerOf(ctx), service.permissions.listForUsers);
-    const keyset = compileKeyset(connectionInput(args), service.listFields);
-    const count = selects(at, 'totalCount');
-    return (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count);
+  // User.tokens(…) and User.tokensConnection(…): one statement for a whole list of users.
+  const tokensOfUsers: NestedLists = {
+    name: 'tokens',
+    types: tokenTypes,
+    parent: users.label,
+    items: `${tokens.label}s`,
+    permission: tokens.permissions.read,
+    open(ctx) {
+      const service = api.service(ctx);
+      requirePermission(callerOf(ctx), service.permissions.listForUsers);
+      return {
+        listFields: service.listFields,
+        pages: (list, count) => (caller, sql, ids) => service.listForUsers(caller, sql, ids, list, count),
+        connections: (keyset, count) => (caller, sql, ids) => service.connectionsForUsers(caller, sql, ids, keyset, count),
+      };
+    },
   };
   const UserTokensResolver = named('UserTokensResolver');
-  nestedListField(UserTokensResolver, 'tokens', {
-    returns: () => tokenTypes().Page,
-    args: () => tokenTypes().ListArgs,
-    description: 'null (with a FORBIDDEN error) when the token lacks token:read; the rest of the user still comes back.',
-    read: tokensOfUsers,
-  });
-  nestedListField(UserTokensResolver, 'tokensConnection', {
-    returns: () => tokenTypes().Connection,
-    args: () => tokenTypes().ConnectionArgs,
-    description: 'The user’s tokens as keyset pages; null (with a FORBIDDEN error) when the token lacks token:read.',
-    read: tokenConnectionsOfUsers,
-  });
+  for (const kind of ['page', 'connection'] as const) nestedListField(UserTokensResolver, tokensOfUsers, kind);
   Resolver(() => userTypes().Type)(UserTokensResolver);
   return [TokenResolver, TokenUserResolver, UserTokensResolver];
 }
