@@ -153,19 +153,28 @@ async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOp
 }
 
 /**
- * A connection of the pool. Failing to get one means the database is unavailable (the server
- * refused or did not answer a new connection: the error has a code, or a cause), unless the
- * request waited in the pool's queue, every connection busy, and none came free in time: then the
- * pool is busy (pg-pool's queue timeout is a bare error, neither code nor cause).
+ * Why a connection of the pool could not be had. Failing to get one means the database is
+ * unavailable (the server refused or did not answer a new connection: the error has a code, or a
+ * cause), unless the request waited in the pool's queue (`queued`: every connection was busy when
+ * it asked) and none came free in time: then the pool is busy (pg-pool's queue timeout is a bare
+ * error, neither code nor cause).
  */
+function connectFailure(err: unknown, queued: boolean): DatabaseUnavailableError {
+  const { code, cause } = (err ?? {}) as { code?: string; cause?: unknown };
+  if (queued && code === undefined && cause === undefined) return new DatabaseBusyError({ cause: err });
+  return new DatabaseUnavailableError(code ?? 'no connection', { cause: err });
+}
+
+/** Whether a request asking the pool for a connection now waits in its queue: none idle, and no room for a new one. */
+const queuedIn = (pool: pg.Pool, max: number | undefined) => max !== undefined && pool.idleCount === 0 && pool.totalCount >= max;
+
+/** A connection of the pool (connectFailure says what its failure is). */
 async function connect(pool: pg.Pool, max: number | undefined): Promise<pg.PoolClient> {
-  const queued = max !== undefined && pool.idleCount === 0 && pool.totalCount >= max;
+  const queued = queuedIn(pool, max);
   try {
     return await pool.connect();
   } catch (err) {
-    const { code, cause } = (err ?? {}) as { code?: string; cause?: unknown };
-    if (queued && code === undefined && cause === undefined) throw new DatabaseBusyError({ cause: err });
-    throw new DatabaseUnavailableError(code ?? 'no connection', { cause: err });
+    throw connectFailure(err, queued);
   }
 }
 
@@ -197,20 +206,39 @@ export class PoolSql implements Sql {
     this.book = new StatementBook(options.namedStatements);
   }
 
-  async rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+  /**
+   * One statement on a free connection. Written with the driver's callbacks (pg-pool's
+   * `connect(callback)`, pg's `query(config, callback)`, both public) and one promise, because it
+   * is every request's path, twice a REST read: as async functions over the promise forms it was
+   * five promises and their reactions a statement (connect, the pool's, run, the query's, this).
+   */
+  rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
     // The embedded database's wrapper is no statement of the service's: the listener hears the statement alone.
     if (this.options.wrapStatements) return this.once((tx) => tx.rows<R>(text, params), false);
-    const client = await connect(this.pool, this.options.maxConnections);
-    let broken: Error | undefined;
-    try {
-      return await run<R>(client, this.book, this.options, text, params);
-    } catch (err) {
-      // A lost connection goes back marked broken, so that the pool closes it.
-      if (err instanceof DatabaseUnavailableError) broken = err;
-      throw err;
-    } finally {
-      client.release(broken);
-    }
+    const queued = queuedIn(this.pool, this.options.maxConnections);
+    return new Promise<R[]>((resolve, reject) => {
+      this.pool.connect((connectError, client, release) => {
+        if (connectError || !client) return reject(connectFailure(connectError, queued));
+        const done = (err: unknown, rows?: R[]) => {
+          if (!err) {
+            release();
+            return resolve(rows!);
+          }
+          const failure = unavailable(err);
+          // A lost connection goes back marked broken, so that the pool closes it.
+          release(failure instanceof DatabaseUnavailableError ? failure : undefined);
+          reject(failure);
+        };
+        try {
+          const { text: numbered, name } = this.book.prepare(text);
+          this.options.onStatement?.(numbered);
+          const values = params as unknown[];
+          client.query<R & pg.QueryResultRow>(name ? { name, text: numbered, values } : { text: numbered, values }, (err, result) => done(err, result?.rows));
+        } catch (err) {
+          done(err);
+        }
+      });
+    });
   }
 
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
