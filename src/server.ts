@@ -64,32 +64,54 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
  * after a PATCH reads what the PATCH wrote); safe ones after safe ones run at once.
  */
 class Connection {
-  /** Answers still being made (not a Set: src/shared/slots.ts says why), and whether an unsafe request is among them. */
-  private readonly pending = new Slots<Promise<void>>();
+  /**
+   * Answers still being made (not a Set: src/shared/slots.ts says why), and whether an unsafe
+   * request is among them. Each is an Answer, whose promise is made only when something waits for
+   * it (a request behind an unsafe one, a refused request's error answer): most answers are awaited
+   * by nothing, and a promise and its resolver a request were a measurable share of a read's cost.
+   */
+  private readonly pending = new Slots<Answer>();
   private unsafe = 0;
 
   /** `closed`: what else is to be done when the answer is out (the server's count): one listener for both. */
   admit(req: IncomingMessage, res: ServerResponse, run: () => void, closed: (() => void) | null): void {
     const safe = SAFE.has(req.method ?? '');
     const before = safe && this.unsafe === 0 ? null : this.pending.values();
-    let done!: () => void;
-    const answered = new Promise<void>((resolve) => (done = resolve));
-    const slot = this.pending.add(answered);
+    const answer = new Answer();
+    const slot = this.pending.add(answer);
     if (!safe) this.unsafe += 1;
     // emitted once answered, or once the connection drops
     res.once('close', () => {
       closed?.();
       this.pending.release(slot);
       if (!safe) this.unsafe -= 1;
-      done();
+      answer.settle();
     });
     if (before === null || before.length === 0) run();
-    else void Promise.all(before).then(run);
+    else void Promise.all(before.map((earlier) => earlier.out())).then(run);
   }
 
   /** Resolves when every answer under way on the connection is out. */
   idle(): Promise<void> {
-    return Promise.all(this.pending.values()).then(() => undefined);
+    return Promise.all(this.pending.values().map((answer) => answer.out())).then(() => undefined);
+  }
+}
+
+/** One answer under way: settled once it is out; a promise of that only for whoever asks. */
+class Answer {
+  private settled = false;
+  private resolve: (() => void) | null = null;
+  private promise: Promise<void> | null = null;
+
+  settle(): void {
+    this.settled = true;
+    this.resolve?.();
+  }
+
+  /** Resolves once the answer is out. */
+  out(): Promise<void> {
+    if (this.settled) return Promise.resolve();
+    return (this.promise ??= new Promise<void>((resolve) => (this.resolve = resolve)));
   }
 }
 
