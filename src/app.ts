@@ -1,6 +1,5 @@
 import type { RequestListener } from 'node:http';
 import Koa, { type Middleware } from 'koa';
-import Router from '@koa/router';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { AppError } from './errors.js';
@@ -10,6 +9,7 @@ import type { AppState } from './http/context.js';
 import { corsMiddleware } from './http/cors.js';
 import { docsPage, servicePackage } from './http/docs.js';
 import { requestEdge } from './http/middleware.js';
+import { SegmentRouter } from './http/segment-router.js';
 import type { Metrics } from './http/metrics.js';
 import { openApiDocument } from './http/openapi.js';
 import { json } from './http/openapi-schemas.js';
@@ -159,10 +159,9 @@ export function serviceDocument(
  */
 export function createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
-  // One router for every route but /graphql (the probes and documents, the API below BASE_PATH):
-  // one match and one dispatch a request, where three routers each matched it (and each told its
-  // listeners of a miss); their paths never overlap.
-  const router = new Router<AppState>();
+  // The routes of every path but /graphql (the probes and documents, the API below BASE_PATH): one
+  // router per segment, each request matched by its segment's only (src/http/segment-router.ts).
+  const router = new SegmentRouter(config.basePath);
   app.use(
     requestEdge({
       log,
@@ -188,8 +187,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
   // router matches a path against every route it holds, a measurable share of a GraphQL request.
   app.use((ctx, next) => (isGraphQLPath(ctx.path) ? graphql.middleware(ctx, next) : next()));
   mountRoutes(routes, { db, readCache }, config.basePath, router);
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  app.use(router.middleware());
   // What goes wrong after an answer has started (a client gone in the middle of an event stream:
   // EPIPE) has no one left to answer: noted at debug level, instead of Koa's print to stderr.
   app.on('error', (err: Error & { code?: string }) => log.debug('connection failed after its answer began', { error: err.code ?? err.name }));
@@ -201,7 +199,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
 const isGraphQLPath = (path: string) => path.toLowerCase() === '/graphql';
 
 /** The methods the routers serve on a path (with or without its trailing slash), OPTIONS included. */
-function methodsOf(router: Router<AppState>, rawPath: string): string[] {
+function methodsOf(router: SegmentRouter, rawPath: string): string[] {
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') || '/' : rawPath;
   if (isGraphQLPath(path)) return [...GRAPHQL_METHODS, 'OPTIONS'];
   if (path === '/graphiql' || path === '/docs' || path.startsWith('/graphiql/') || path.startsWith('/docs/')) return ['GET', 'HEAD', 'OPTIONS'];

@@ -1,5 +1,4 @@
-import Router from '@koa/router';
-import type { Next } from 'koa';
+import type { Middleware, Next } from 'koa';
 import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
@@ -88,11 +87,16 @@ export interface RouteDeps {
   readCache: ReadCache | null;
 }
 
+/** Where routes are registered (the app's routers by segment: src/http/segment-router.ts). */
+export interface RouteTarget {
+  register(template: string, methods: string[], middleware: Middleware<AppState>[]): void;
+}
+
 /**
- * Registers a route table on `router` (the app's one router: src/app.ts), each route below
- * `prefix` (BASE_PATH) and behind the pipeline above; returns the router.
+ * Registers a route table on `router` (the app's routers: src/app.ts), each route below `prefix`
+ * (BASE_PATH) and behind the pipeline above.
  */
-export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string, router = new Router<AppState>()): Router<AppState> {
+export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string, router: RouteTarget): void {
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
@@ -120,5 +124,4 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
     const chain = store && cache ? [pipeline, cache, handler] : [pipeline, handler];
     router.register(template, [route.method], chain as never);
   }
-  return router;
 }
