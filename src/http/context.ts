@@ -4,8 +4,10 @@ import type { Caller } from '../auth/caller.js';
 
 export interface AppState {
   requestId: string;
-  /** process.hrtime.bigint() when the request arrived (the request log and metrics time it from then). */
-  started: bigint;
+  /** performance.now() when the request arrived, in milliseconds (the request log and metrics time it from then). */
+  started: number;
+  /** Milliseconds from its arrival to its answer being ready, once it is (the request log's `ms`, the metrics' latency). */
+  elapsedMs?: number;
   /** The authenticated caller of an API route or a GraphQL request. */
   caller: Caller;
   /** The template of the route the request matched (`/user/:id`), set by the route itself. */

@@ -79,7 +79,7 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     registry,
     observe(ctx) {
       const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
-      duration.observe(labels, Number(process.hrtime.bigint() - ctx.state.started) / 1e9);
+      duration.observe(labels, (ctx.state.elapsedMs ?? performance.now() - ctx.state.started) / 1e3);
       requests.inc(labels);
       const operation = ctx.state.graphql;
       if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });

@@ -45,7 +45,7 @@ export function requestEdge(options: {
   return async function edge(ctx: AppContext, next: Next): Promise<void> {
     const requestId = requestIdFrom(ctx.get('X-Request-Id'));
     ctx.state.requestId = requestId;
-    ctx.state.started = process.hrtime.bigint();
+    ctx.state.started = performance.now();
     ctx.set('X-Request-Id', requestId);
     const checked = async () => {
       checkHost(ctx.req.rawHeaders, ctx.req.httpVersion);
@@ -64,16 +64,21 @@ export function requestEdge(options: {
     // Its token was read from the database, or the readiness probe reached it.
     else if (ctx.status < 400 && (ctx.state.caller || ctx.path === '/readyz')) outage.succeeded();
     const route = routeOf(ctx);
-    const operation = ctx.state.graphql;
-    log.info('request', {
-      requestId,
-      method: ctx.method,
-      ...(route ? { route } : { path: ctx.path.slice(0, 200) }),
-      status: ctx.status,
-      ms: Number((process.hrtime.bigint() - ctx.state.started) / 1000n) / 1000,
-      ...(operation ? { operationName: operation.name?.slice(0, 64) ?? null, operationType: operation.type } : {}),
-      ...(ctx.state.readCache ? { readCache: ctx.state.readCache } : {}),
-    });
+    const { graphql: operation, readCache } = ctx.state;
+    // To the microsecond, as it was written when it was timed in nanoseconds.
+    const ms = (ctx.state.elapsedMs = Math.round((performance.now() - ctx.state.started) * 1000) / 1000);
+    // Built field by field (no spreads of conditional objects): it is made for every request.
+    const line: Record<string, unknown> = { requestId, method: ctx.method };
+    if (route) line.route = route;
+    else line.path = ctx.path.slice(0, 200);
+    line.status = ctx.status;
+    line.ms = ms;
+    if (operation) {
+      line.operationName = operation.name?.slice(0, 64) ?? null;
+      line.operationType = operation.type;
+    }
+    if (readCache) line.readCache = readCache;
+    log.info('request', line);
     observe?.(ctx);
   };
 }
@@ -167,16 +172,21 @@ export function bodyless(ctx: AppContext): boolean {
  */
 export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
   if (ctx.request.body !== undefined || bodyless(ctx)) return; // read already, or none sent
-  const type = ctx.is(...accepted[kind]);
-  if (!type) {
-    if (hasBody(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
-    ctx.request.body = {}; // a declared empty body of no type, or of another
-    return;
-  }
-  const charset = ctx.request.charset;
-  if (charset && !UTF8_NAMES.has(charset.toLowerCase())) {
-    const named = /^[\x21-\x7e]{1,40}$/.test(charset) ? `charset=${charset}` : 'its charset';
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `the request body must be UTF-8 (charset=utf-8, or none); ${named} is not read`);
+  // `Content-Type: application/json` as most clients write it, with no parameter: JSON, no charset,
+  // as type-is and content-type would find it after parsing the header (two packages' parsers on
+  // every write); any other text goes through them.
+  if (ctx.req.headers['content-type'] !== 'application/json') {
+    const type = ctx.is(...accepted[kind]);
+    if (!type) {
+      if (hasBody(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', refused[kind]);
+      ctx.request.body = {}; // a declared empty body of no type, or of another
+      return;
+    }
+    const charset = ctx.request.charset;
+    if (charset && !UTF8_NAMES.has(charset.toLowerCase())) {
+      const named = /^[\x21-\x7e]{1,40}$/.test(charset) ? `charset=${charset}` : 'its charset';
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `the request body must be UTF-8 (charset=utf-8, or none); ${named} is not read`);
+    }
   }
   const bytes = await bodyBytes(ctx);
   let text: string;
@@ -185,7 +195,7 @@ export async function readBody(ctx: AppContext, kind: BodyKind): Promise<void> {
   } catch {
     throw AppError.badRequest('the request body is not valid UTF-8: send its text encoded as UTF-8');
   }
-  const form = kind === 'form' && ctx.is('application/x-www-form-urlencoded') !== false;
+  const form = kind === 'form' && ctx.req.headers['content-type'] !== 'application/json' && ctx.is('application/x-www-form-urlencoded') !== false;
   let parsed: unknown;
   try {
     parsed = form ? parseForm(text) : parseJson(text);
