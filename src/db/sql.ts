@@ -210,16 +210,30 @@ export class PoolSql implements Sql {
    * One statement on a free connection. Written with the driver's callbacks (pg-pool's
    * `connect(callback)`, pg's `query(config, callback)`, both public) and one promise, because it
    * is every request's path, twice a REST read: as async functions over the promise forms it was
-   * five promises and their reactions a statement (connect, the pool's, run, the query's, this).
+   * ten promises a statement (counted: docs/benchmarks.md).
    */
   rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
     // The embedded database's wrapper is no statement of the service's: the listener hears the statement alone.
     if (this.options.wrapStatements) return this.once((tx) => tx.rows<R>(text, params), false);
     const queued = queuedIn(this.pool, this.options.maxConnections);
     return new Promise<R[]>((resolve, reject) => {
-      this.pool.connect((connectError, client, release) => {
+      const connected = (connectError: Error | undefined, client: pg.PoolClient | undefined, release: (broken?: Error) => void) => {
         if (connectError || !client) return reject(connectFailure(connectError, queued));
+        let numbered: string, name: string | undefined;
+        try {
+          ({ text: numbered, name } = this.book.prepare(text));
+          this.options.onStatement?.(numbered);
+        } catch (err) {
+          release(); // the connection never saw the statement
+          return reject(err as Error);
+        }
+        // Once only: pg calls a query's callback a second time when a value it could not
+        // serialize failed the query before it was sent and the connection, released broken,
+        // then ends under it (pg-pool's own query() guards its release alike).
+        let settled = false;
         const done = (err: unknown, rows?: R[]) => {
+          if (settled) return;
+          settled = true;
           if (!err) {
             release();
             return resolve(rows!);
@@ -230,14 +244,18 @@ export class PoolSql implements Sql {
           reject(failure);
         };
         try {
-          const { text: numbered, name } = this.book.prepare(text);
-          this.options.onStatement?.(numbered);
           const values = params as unknown[];
           client.query<R & pg.QueryResultRow>(name ? { name, text: numbered, values } : { text: numbered, values }, (err, result) => done(err, result?.rows));
         } catch (err) {
           done(err);
         }
-      });
+      };
+      try {
+        this.pool.connect(connected);
+      } catch (err) {
+        // A pool that cannot even begin a connection (a setting the driver refuses) fails as connect() does.
+        reject(connectFailure(err, queued));
+      }
     });
   }
 
