@@ -38,7 +38,9 @@ export class SegmentRouter {
   /** The router of a route's template; a template whose picking segments hold a parameter cannot be routed by segment. */
   private routerOf(template: string): Router<AppState> {
     const key = this.keyOf(template);
-    if (/[:*(?]/.test(key)) throw new Error(`route ${template}: a parameter where the router is chosen`);
+    // path-to-regexp's syntax (a parameter, a wildcard, an optional group, reserved characters)
+    // where the router is chosen: such a template could match paths of other segments.
+    if (/[:*?(){}[\]+!\\]/.test(key)) throw new Error(`route ${template}: a parameter where the router is chosen`);
     let router = this.routers.get(key);
     if (!router) this.routers.set(key, (router = new Router<AppState>()));
     return router;

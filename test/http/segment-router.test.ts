@@ -81,4 +81,6 @@ test('match lists the routes of a path from its segment’s router, as the prefl
 test('a route whose choosing segment is a parameter is refused when it is registered', () => {
   expect(() => new SegmentRouter('').get('/:anything', answer('x'))).toThrow(/a parameter where the router is chosen/);
   expect(() => new SegmentRouter('/api').register('/api/:kind/list', ['GET'], [answer('x')])).toThrow(/parameter/);
+  expect(() => new SegmentRouter('').get('/user{s}', answer('x'))).toThrow(/parameter/);
+  expect(() => new SegmentRouter('').get('/*rest', answer('x'))).toThrow(/parameter/);
 });
