@@ -166,7 +166,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
     requestEdge({
       log,
       outage: db.outage,
-      observe: metrics ? (ctx) => metrics.observe(ctx) : null,
+      observe: metrics ? (ctx, ms) => metrics.observe(ctx, ms) : null,
       cors: config.corsOrigins ? corsMiddleware(config.corsOrigins, (path) => methodsOf(router, path)) : null,
     }),
   );

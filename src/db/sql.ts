@@ -139,13 +139,18 @@ function unavailable(err: unknown): unknown {
   return new DatabaseUnavailableError((err as { code?: string })?.code ?? 'connection failed', { cause: err });
 }
 
-async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): Promise<R[]> {
+/** A statement as the driver takes it (numbered, named when it has a name), told to the listener as it goes out. */
+function queryOf(book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): pg.QueryConfig {
   const { text: numbered, name } = book.prepare(text);
   options.onStatement?.(numbered);
+  const values = params as unknown[];
+  return name ? { name, text: numbered, values } : { text: numbered, values };
+}
+
+async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): Promise<R[]> {
+  const query = queryOf(book, options, text, params);
   try {
-    const result = await client.query<R & pg.QueryResultRow>(
-      name ? { name, text: numbered, values: params as unknown[] } : { text: numbered, values: params as unknown[] },
-    );
+    const result = await client.query<R & pg.QueryResultRow>(query);
     return result.rows;
   } catch (err) {
     throw unavailable(err);
@@ -219,10 +224,9 @@ export class PoolSql implements Sql {
     return new Promise<R[]>((resolve, reject) => {
       const connected = (connectError: Error | undefined, client: pg.PoolClient | undefined, release: (broken?: Error) => void) => {
         if (connectError || !client) return reject(connectFailure(connectError, queued));
-        let numbered: string, name: string | undefined;
+        let query: pg.QueryConfig;
         try {
-          ({ text: numbered, name } = this.book.prepare(text));
-          this.options.onStatement?.(numbered);
+          query = queryOf(this.book, this.options, text, params);
         } catch (err) {
           release(); // the connection never saw the statement
           return reject(err as Error);
@@ -244,8 +248,7 @@ export class PoolSql implements Sql {
           reject(failure);
         };
         try {
-          const values = params as unknown[];
-          client.query<R & pg.QueryResultRow>(name ? { name, text: numbered, values } : { text: numbered, values }, (err, result) => done(err, result?.rows));
+          client.query<R & pg.QueryResultRow>(query, (err, result) => done(err, result?.rows));
         } catch (err) {
           done(err);
         }

@@ -6,8 +6,6 @@ export interface AppState {
   requestId: string;
   /** performance.now() when the request arrived, in milliseconds (the request log and metrics time it from then). */
   started: number;
-  /** Milliseconds from its arrival to its answer being ready, once it is (the request log's `ms`, the metrics' latency). */
-  elapsedMs?: number;
   /** The authenticated caller of an API route or a GraphQL request. */
   caller: Caller;
   /** The template of the route the request matched (`/user/:id`), set by the route itself. */

@@ -13,8 +13,8 @@ import { routeOf } from './middleware.js';
  * so a scan of random URLs cannot grow the series; operation names are bounded likewise.
  */
 export interface Metrics {
-  /** Counts an answered request (src/http/middleware.ts's requestEdge calls it). */
-  observe(ctx: AppContext): void;
+  /** Counts an answered request that took `ms` milliseconds to be ready (src/http/middleware.ts's requestEdge calls it, timed as its log line). */
+  observe(ctx: AppContext, ms: number): void;
   /** GET /metrics (no token). */
   endpoint: Middleware<AppState>;
   /** The subscriptions' (src/realtime/). */
@@ -77,9 +77,9 @@ export function createMetrics(db: Pick<Database, 'poolStats' | 'replicaStates'>)
     realtime,
     trustedDocuments: { outside: (transport, outcome) => untrusted.inc({ transport, outcome }) },
     registry,
-    observe(ctx) {
+    observe(ctx, ms) {
       const labels = { method: ctx.method, route: routeOf(ctx) ?? 'unmatched', status: String(ctx.status) };
-      duration.observe(labels, (ctx.state.elapsedMs ?? performance.now() - ctx.state.started) / 1e3);
+      duration.observe(labels, ms / 1e3);
       requests.inc(labels);
       const operation = ctx.state.graphql;
       if (operation) operations.inc({ name: operationLabel(operation.name), type: operation.type });

@@ -31,8 +31,11 @@ export class SegmentRouter {
    * that one; one outside it (a probe at the root) by its first, so they never meet.
    */
   private keyOf(path: string): string {
-    const segments = path.split('/', this.skip + 2);
-    return (this.skip === 0 ? (segments[1] ?? '') : segments.slice(1).join('/')).toLowerCase();
+    return path
+      .split('/', this.skip + 2)
+      .slice(1)
+      .join('/')
+      .toLowerCase();
   }
 
   /** The router of a route's template; a template whose picking segments hold a parameter cannot be routed by segment. */
