@@ -82,17 +82,24 @@ const READ_ONLY = new Set(['id', 'createdat', 'updatedat', 'deletedat', 'client'
 /** ASCII letters in lower case, and only they: a field name is ASCII, and no other character may pass for one (`ſ` for `s`, `K` for `k`). */
 const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
-/** A body's writable fields by name, and their names by lower-case form: made once per body definition, not per request. */
+/**
+ * A body's writable fields by name, and their names by lower-case form (and by their own, which
+ * most clients send: no case to fold): made once per body definition, not per request.
+ */
 const WRITABLE = new WeakMap<Body, ReadonlyMap<string, Field>>();
-const LOWER_CASE_NAMES = new WeakMap<Body, ReadonlyMap<string, string>>();
+const WRITABLE_NAMES = new WeakMap<Body, ReadonlyMap<string, string>>();
 function writableFields(resource: Body): ReadonlyMap<string, Field> {
   let fields = WRITABLE.get(resource);
   if (!fields) WRITABLE.set(resource, (fields = new Map(resource.writable)));
   return fields;
 }
-function writableByLowerCase(resource: Body): ReadonlyMap<string, string> {
-  let names = LOWER_CASE_NAMES.get(resource);
-  if (!names) LOWER_CASE_NAMES.set(resource, (names = new Map(resource.writable.map(([name]) => [name.toLowerCase(), name]))));
+function writableNames(resource: Body): ReadonlyMap<string, string> {
+  let names = WRITABLE_NAMES.get(resource);
+  if (!names) {
+    const byName = new Map<string, string>();
+    for (const [name] of resource.writable) byName.set(name.toLowerCase(), name).set(name, name);
+    WRITABLE_NAMES.set(resource, (names = byName));
+  }
   return names;
 }
 
@@ -105,17 +112,16 @@ function writableByLowerCase(resource: Body): ReadonlyMap<string, string> {
  */
 export function parseAttrs(header: string | undefined, resource: Body): string[] | undefined {
   if (header === undefined || !/[^,\s]/.test(header)) return undefined;
-  const byLowerCase = writableByLowerCase(resource);
+  const nameOf = writableNames(resource);
   const names: string[] = [];
   const unknown: string[] = [];
-  for (const given of headerText(header, { escape: true })
-    .split(',')
-    .map((n) => n.trim())
-    .filter(Boolean)) {
-    const lower = asciiLowerCase(given);
-    const name = byLowerCase.get(lower);
+  for (const part of headerText(header, { escape: true }).split(',')) {
+    const given = part.trim();
+    if (!given) continue;
+    // A writable field's own name is found as it is; any other spelling by its lower-case form.
+    const name = nameOf.get(given) ?? nameOf.get(asciiLowerCase(given));
     if (name) names.push(name);
-    else if (!READ_ONLY.has(lower)) unknown.push(given);
+    else if (!READ_ONLY.has(asciiLowerCase(given))) unknown.push(given);
   }
   if (unknown.length) {
     const writable = resource.writable.map(([name]) => name).join(', ');

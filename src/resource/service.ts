@@ -29,6 +29,7 @@ import {
   type ColumnValue,
   type Encode,
   type Statement,
+  type WriteContext,
 } from './writes.js';
 
 /**
@@ -156,10 +157,11 @@ function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, de
   // A resource whose records are made from their rows by a hook (a token: its secrets opened) reads whole rows.
   const projects = !hooks.fromRow;
   /** What a write runs with: the caller, how values are stored, and the fields it answers (`options.fields`, when the resource projects). */
-  const context = (caller: Caller, options: ReadOptions = {}) => ({
+  // One shape for every write (no conditional spreads: each was an object made and copied on every write).
+  const context = (caller: Caller, options: ReadOptions = {}): WriteContext => ({
     caller,
-    ...(hooks.encode ? { encode: hooks.encode } : {}),
-    ...(options.fields && projects ? { answer: resource.columnsOf(options.fields) } : {}),
+    encode: hooks.encode,
+    answer: options.fields && projects ? resource.columnsOf(options.fields) : undefined,
   });
   /** The select list of a read of the scope: the fields asked for, or all. */
   const columnsFor = (fields: ReadonlySet<string> | undefined, scope: DeletedScope = 'live') =>

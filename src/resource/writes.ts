@@ -115,7 +115,10 @@ const namedFields = (resource: Resource, values: Record<string, unknown>) => res
 
 /** The column values of these fields' values. */
 function columnValues(named: readonly (readonly [string, Field])[], values: Record<string, unknown>, encode: Encode): ColumnValue[] {
-  return named.flatMap(([name, field]) => encode(name, field, values[name]));
+  // A loop, not flatMap: this runs on every write, and flatMap of arrays was ~2 µs of one (a profile's line ticks).
+  const columns: ColumnValue[] = [];
+  for (const [name, field] of named) for (const column of encode(name, field, values[name])) columns.push(column);
+  return columns;
 }
 
 /**
