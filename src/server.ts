@@ -97,20 +97,21 @@ class Connection {
   }
 }
 
+/** What `out()` answers for an answer already out. */
+const OUT = Promise.resolve();
+
 /** One answer under way: settled once it is out; a promise of that only for whoever asks. */
 class Answer {
-  private settled = false;
   private resolve: (() => void) | null = null;
   private promise: Promise<void> | null = null;
 
   settle(): void {
-    this.settled = true;
-    this.resolve?.();
+    if (this.resolve) this.resolve();
+    else this.promise = OUT;
   }
 
   /** Resolves once the answer is out. */
   out(): Promise<void> {
-    if (this.settled) return Promise.resolve();
     return (this.promise ??= new Promise<void>((resolve) => (this.resolve = resolve)));
   }
 }

@@ -31,20 +31,16 @@ export class SegmentRouter {
    * that one; one outside it (a probe at the root) by its first, so they never meet.
    */
   private keyOf(path: string): string {
-    // The text between the leading slash and the slash that ends the picking segment, found by
-    // indexOf: split, slice and join made three arrays and a string on every request.
-    if (path[0] !== '/')
-      return path
-        .split('/', this.skip + 2)
-        .slice(1)
-        .join('/')
-        .toLowerCase();
-    let end = 0;
+    // The text after the path's first slash up to the slash that ends the picking segment, found
+    // by indexOf: split, slice and join made three arrays and a string on every request.
+    const start = path.indexOf('/');
+    if (start === -1) return '';
+    let end = start;
     for (let segment = 0; segment <= this.skip && end !== path.length; segment++) {
       end = path.indexOf('/', end + 1);
       if (end === -1) end = path.length;
     }
-    return path.slice(1, end).toLowerCase();
+    return path.slice(start + 1, end).toLowerCase();
   }
 
   /** The router of a route's template; a template whose picking segments hold a parameter cannot be routed by segment. */
