@@ -28,7 +28,11 @@ if (!runAsScript) {
     }
     session.post('HeapProfiler.stopSampling', (err, result) => {
       if (err) process.stderr.write(`allocation sampler: ${err.message}\n`);
-      else fs.writeFileSync(OUT, JSON.stringify(result.profile));
+      else {
+        // Written beside it, then renamed: whoever waits for the file finds it whole.
+        fs.writeFileSync(`${OUT}.part`, JSON.stringify(result.profile));
+        fs.renameSync(`${OUT}.part`, OUT);
+      }
     });
   });
 }

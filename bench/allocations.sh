@@ -9,28 +9,20 @@
 set -euo pipefail
 server=${1:?service | koa | raw}
 mode=${2:?a load.lua mode}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-5}; WINDOW=${WINDOW:-5}; TOP=${TOP:-25}; CONNS=${CONNS:-32}; PORT=${PORT:-5791}
-node=$root/node_modules/node/bin/node
-base=postgres://postgres:postgres@127.0.0.1:5432
+server_of "$server" "$PORT"
 out=$(mktemp -d)
-case $server in
-  service) env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$PORT HOST=127.0.0.1 NODE_ENV=production READ_CACHE_MB=${READ_CACHE_MB:-0}); args=(dist/src/main.js); ready=/readyz ;;
-  koa) env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$PORT); args=(bench/koa-floor.mjs); ready=/ ;;
-  raw) env=(BENCHKIT=$root/bench/compare DATABASE_URL=${DATABASE_URL:-$base/uts_bench_anchor} PORT=$PORT); args=(bench/compare/raw-server.mjs); ready=/ ;;
-  *) echo "unknown server $server"; exit 2 ;;
-esac
+profile=$out/profile.heapprofile
 cd "$root"
-env "${env[@]}" ALLOCATION_PROFILE="$out/profile.heapprofile" "$node" --import "$here/allocation-sampler.mjs" "${args[@]}" >"$out/server.log" 2>&1 &
+env "${server_env[@]}" ALLOCATION_PROFILE="$profile" "$node" --import "$bench/allocation-sampler.mjs" "${server_args[@]}" >"$out/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 150); do curl -s -o /dev/null "http://127.0.0.1:$PORT$ready" && break; sleep 0.2; done
-load() { wrk -t2 -c"$CONNS" -d"$1s" --timeout 10s -s "$here/compare/load.lua" "http://127.0.0.1:$PORT" -- "$mode"; }
-load "$WARMUP" >/dev/null
+wait_ready "$PORT" "$server_ready" 30 "$out/server.log"
+load 2 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 kill -USR2 $pid
-requests=$(load "$WINDOW" | sed -nE 's/^RESULT .*"requests":([0-9]+).*/\1/p')
+requests=$(load 2 "$CONNS" "$WINDOW" "$PORT" "$mode" | requests_of)
 kill -USR2 $pid
-for _ in $(seq 50); do [ -s "$out/profile.heapprofile" ] && break; sleep 0.2; done
-sleep 0.5
-"$node" "$here/allocation-sampler.mjs" "$out/profile.heapprofile" "$requests" "$TOP"
+# The sampler renames the profile into place once it is written whole.
+for _ in $(seq 100); do [ -e "$profile" ] && break; sleep 0.2; done
+"$node" "$bench/allocation-sampler.mjs" "$profile" "$requests" "$TOP"

@@ -20,37 +20,28 @@
 set -euo pipefail
 server=${1:?service | koa | raw}
 mode=${2:?a load.lua mode: us-user, us-patch, us-mixed-id, raw-user, …}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-WARMUP=${WARMUP:-300}; SECS=${WINDOW:-40}; ROUNDS=${ROUNDS:-5}; CONNS=${CONNS:-4}; PORT=${PORT:-5790}
+source "$(dirname "$0")/one-server.sh"
+WARMUP=${WARMUP:-300}; WINDOW=${WINDOW:-40}; ROUNDS=${ROUNDS:-5}; CONNS=${CONNS:-4}; PORT=${PORT:-5790}
 command -v valgrind >/dev/null || { echo "valgrind missing"; exit 1; }
-command -v wrk >/dev/null || { echo "wrk missing"; exit 1; }
-node=$root/node_modules/node/bin/node
-base=postgres://postgres:postgres@127.0.0.1:5432
+server_of "$server" "$PORT"
 out=$(mktemp -d)
 # valgrind names the pipes callgrind_control talks through after $HOST, which the service also
 # reads (its listen address): both sides are given the same.
 export HOST=127.0.0.1
-case $server in
-  service) env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$PORT NODE_ENV=production READ_CACHE_MB=${READ_CACHE_MB:-0}); args=(dist/src/main.js); ready=/readyz ;;
-  koa) env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$PORT); args=(bench/koa-floor.mjs); ready=/ ;;
-  raw) env=(BENCHKIT=$root/bench/compare DATABASE_URL=${DATABASE_URL:-$base/uts_bench_anchor} PORT=$PORT); args=(bench/compare/raw-server.mjs); ready=/ ;;
-  *) echo "unknown server $server"; exit 2 ;;
-esac
 cd "$root"
-env "${env[@]}" valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out/cg.out" "$node" "${args[@]}" >"$out/server.log" 2>&1 &
+env "${server_env[@]}" valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out/cg.out" "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 600); do curl -s -o /dev/null "http://127.0.0.1:$PORT$ready" && break; sleep 1; done
-load() { wrk -t1 -c"$CONNS" -d"$1s" --timeout 30s -s "$here/compare/load.lua" "http://127.0.0.1:$PORT" -- "$mode"; }
-load "$WARMUP" >/dev/null
+wait_ready "$PORT" "$server_ready" 600 "$out/server.log"
+load 1 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 for r in $(seq "$ROUNDS"); do
   callgrind_control -z "$pid" >/dev/null 2>&1
-  requests=$(load "$SECS" | sed -nE 's/^RESULT .*"requests":([0-9]+).*/\1/p')
+  requests=$(load 1 "$CONNS" "$WINDOW" "$PORT" "$mode" | requests_of)
   callgrind_control -d "$pid" >/dev/null 2>&1
-  sleep 2
+  for _ in $(seq 50); do compgen -G "$out/cg.out.*" >/dev/null && break; sleep 0.2; done
   dump=$(ls -t "$out"/cg.out.* | head -1)
-  total=$(callgrind_annotate "$dump" 2>/dev/null | sed -nE 's/^ *([0-9,]+) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+  # The dump's own `summary:` line is the program's total (what callgrind_annotate prints as PROGRAM TOTALS).
+  total=$(sed -n 's/^summary: //p' "$dump")
   rm -f "$dump"
   echo "$server $mode window $r: $requests requests, $((total / requests)) instructions a request"
 done
