@@ -17,7 +17,7 @@ profile=$out/profile.heapprofile
 cd "$root"
 env "${server_env[@]}" ALLOCATION_PROFILE="$profile" "$node" --import "$bench/allocation-sampler.mjs" "${server_args[@]}" >"$out/server.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
 wait_ready "$PORT" "$server_ready" 30 "$out/server.log"
 load 2 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 kill -USR2 $pid

@@ -31,7 +31,7 @@ export HOST=127.0.0.1
 cd "$root"
 env "${server_env[@]}" valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out/cg.out" "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
 wait_ready "$PORT" "$server_ready" 600 "$out/server.log"
 load 1 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 for r in $(seq "$ROUNDS"); do

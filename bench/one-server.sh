@@ -1,4 +1,4 @@
-# Sourced by bench/instructions.sh and bench/allocations.sh: one of the servers bench:compare
+# Sourced by bench/instructions.sh, bench/allocations.sh and bench/warmup.sh: one of the servers bench:compare
 # measures (the service, the Koa floor, raw), on the databases a bench:compare run leaves, and the
 # wrk load of one of load.lua's modes against it. Sets, for `server_of <name> <port>`: server_env
 # and server_args (what to run, under whatever wrapper the caller puts before node) and

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # How a fresh process of the service (or the Koa floor, or raw) comes up to speed: its throughput,
-# p99 and CPU a request in consecutive windows of one load, from its first request on, the first
-# window after the warm-up the shared kit gives each case (a short low-concurrency pre-flight, then
-# WARMUP seconds at full concurrency). What the windows differ by is the JIT's work (V8 compiling
-# the request path, more of it for more code) and nothing else: the same process, load and data.
+# p99 and CPU a request in consecutive windows of one load, the first right after a short warm-up
+# (2 s at 4 connections with every answer checked, as the kit's pre-flight of one mode, then WARMUP
+# seconds at full concurrency; the kit pre-flights every mode a process serves, so its first case
+# starts somewhat warmer). The windows differ by what V8 still compiles of the request path, and by
+# the machine's own spread between windows (on a 2-vCPU guest, ±10 %): compare servers by several
+# fresh processes each.
 #
 #   npm run build && export TOKEN_KEY=…   # the key the databases of a bench:compare run were seeded with
-#   bench/warmup.sh service us-user       # or: koa us-user | raw raw-user | service us-mixed-id | …
+#   bench/warmup.sh service us-user       # or: koa us-user | raw raw-user | READ_CACHE_MB=8 … service us-mixed-id
 #
 # Prints one line a window: requests a second, p99, and the process's user and system CPU a request
-# (from /proc: every thread, the compiler's and the collector's too).
+# (from /proc: every thread, the compiler's and the collector's too). Fails when any answer was not
+# the one expected (a TOKEN_KEY other than the seed's answers 401s).
 #
 # env: WARMUP (2) WINDOW (8) WINDOWS (3) CONNS (32) PORT (5792) READ_CACHE_MB (0, for the service) DATABASE_URL
 set -euo pipefail
@@ -20,18 +23,26 @@ WARMUP=${WARMUP:-2}; WINDOW=${WINDOW:-8}; WINDOWS=${WINDOWS:-3}; CONNS=${CONNS:-
 server_of "$server" "$PORT"
 out=$(mktemp -d)
 cd "$root"
-env "${server_env[@]}" "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
+# One process: with WORKERS>1 the pid would be the cluster's primary, which serves no request.
+env "${server_env[@]}" WORKERS=1 "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT
+# The Koa floor and raw exit 143 on SIGTERM: not a failure of this script.
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
 wait_ready "$PORT" "$server_ready" 30 "$out/server.log"
 ticks=$(getconf CLK_TCK)
-cpu() { awk '{print $14, $15}' "/proc/$pid/stat"; } # user and system ticks, every thread
-load 1 4 2 "$PORT" "$mode" >/dev/null # as the kit's pre-flight
+alive() { kill -0 "$pid" 2>/dev/null || { tail -5 "$out/server.log"; echo "the server exited"; exit 1; }; }
+cpu() { awk '{print $14, $15}' "/proc/$pid/stat"; } # user and system ticks of every thread
+# As the kit checks its pre-flight: no answer of another status, none timed out, none unexpected.
+clean() { grep -q '"err_status":0,"err_timeout":0,"bad":0}' <<<"$1" || { echo "$1"; echo "answers were not all as expected"; exit 1; }; }
+clean "$(BENCH_CHECK=1 wrk -t1 -c4 -d2s --timeout 10s -s "$bench/compare/load.lua" "http://127.0.0.1:$PORT" -- "$mode" | grep '^RESULT ')"
 load 2 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 for window in $(seq "$WINDOWS"); do
+  alive
   read -r user0 sys0 < <(cpu)
   result=$(load 2 "$CONNS" "$WINDOW" "$PORT" "$mode")
+  alive
   read -r user1 sys1 < <(cpu)
+  clean "$result"
   requests=$(requests_of <<<"$result")
   rps=$(sed -nE 's/.*"rps":([0-9.]+).*/\1/p' <<<"$result")
   p99=$(sed -nE 's/.*"p99_ms":([0-9.]+).*/\1/p' <<<"$result")
