@@ -12,13 +12,8 @@ mode=${2:?a load.lua mode}
 source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-5}; WINDOW=${WINDOW:-5}; TOP=${TOP:-25}; CONNS=${CONNS:-32}; PORT=${PORT:-5791}
 server_of "$server" "$PORT"
-out=$(mktemp -d)
 profile=$out/profile.heapprofile
-cd "$root"
-env "${server_env[@]}" ALLOCATION_PROFILE="$profile" "$node" --import "$bench/allocation-sampler.mjs" "${server_args[@]}" >"$out/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
-wait_ready "$PORT" "$server_ready" 30 "$out/server.log"
+start_server 30 ALLOCATION_PROFILE="$profile" "$node" --import "$bench/allocation-sampler.mjs" "${server_args[@]}"
 load 2 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 kill -USR2 $pid
 requests=$(load 2 "$CONNS" "$WINDOW" "$PORT" "$mode" | requests_of)

@@ -24,15 +24,10 @@ source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-300}; WINDOW=${WINDOW:-40}; ROUNDS=${ROUNDS:-5}; CONNS=${CONNS:-4}; PORT=${PORT:-5790}
 command -v valgrind >/dev/null || { echo "valgrind missing"; exit 1; }
 server_of "$server" "$PORT"
-out=$(mktemp -d)
 # valgrind names the pipes callgrind_control talks through after $HOST, which the service also
 # reads (its listen address): both sides are given the same.
 export HOST=127.0.0.1
-cd "$root"
-env "${server_env[@]}" valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out/cg.out" "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
-wait_ready "$PORT" "$server_ready" 600 "$out/server.log"
+start_server 600 valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out/cg.out" "$node" "${server_args[@]}"
 load 1 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 for r in $(seq "$ROUNDS"); do
   callgrind_control -z "$pid" >/dev/null 2>&1

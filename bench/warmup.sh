@@ -21,20 +21,14 @@ mode=${2:?a load.lua mode}
 source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-2}; WINDOW=${WINDOW:-8}; WINDOWS=${WINDOWS:-3}; CONNS=${CONNS:-32}; PORT=${PORT:-5792}
 server_of "$server" "$PORT"
-out=$(mktemp -d)
-cd "$root"
 # One process: with WORKERS>1 the pid would be the cluster's primary, which serves no request.
-env "${server_env[@]}" WORKERS=1 "$node" "${server_args[@]}" >"$out/server.log" 2>&1 &
-pid=$!
-# The Koa floor and raw exit 143 on SIGTERM: not a failure of this script.
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
-wait_ready "$PORT" "$server_ready" 30 "$out/server.log"
+start_server 30 WORKERS=1 "$node" "${server_args[@]}"
 ticks=$(getconf CLK_TCK)
 alive() { kill -0 "$pid" 2>/dev/null || { tail -5 "$out/server.log"; echo "the server exited"; exit 1; }; }
 cpu() { awk '{print $14, $15}' "/proc/$pid/stat"; } # user and system ticks of every thread
 # As the kit checks its pre-flight: no answer of another status, none timed out, none unexpected.
 clean() { grep -q '"err_status":0,"err_timeout":0,"bad":0}' <<<"$1" || { echo "$1"; echo "answers were not all as expected"; exit 1; }; }
-clean "$(BENCH_CHECK=1 wrk -t1 -c4 -d2s --timeout 10s -s "$bench/compare/load.lua" "http://127.0.0.1:$PORT" -- "$mode" | grep '^RESULT ')"
+clean "$(BENCH_CHECK=1 load 1 4 2 "$PORT" "$mode")"
 load 2 "$CONNS" "$WARMUP" "$PORT" "$mode" >/dev/null
 for window in $(seq "$WINDOWS"); do
   alive
@@ -44,8 +38,8 @@ for window in $(seq "$WINDOWS"); do
   read -r user1 sys1 < <(cpu)
   clean "$result"
   requests=$(requests_of <<<"$result")
-  rps=$(sed -nE 's/.*"rps":([0-9.]+).*/\1/p' <<<"$result")
-  p99=$(sed -nE 's/.*"p99_ms":([0-9.]+).*/\1/p' <<<"$result")
+  rps=$(result_field rps <<<"$result")
+  p99=$(result_field p99_ms <<<"$result")
   awk -v w="$window" -v n="$requests" -v rps="$rps" -v p99="$p99" -v u=$((user1 - user0)) -v s=$((sys1 - sys0)) -v hz="$ticks" -v name="$server $mode" \
     'BEGIN { printf "%s, window %d: %s req/s, p99 %s ms, CPU a request %.0f µs user + %.0f µs system\n", name, w, rps, p99, u * 1e6 / hz / n, s * 1e6 / hz / n }'
 done
