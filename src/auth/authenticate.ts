@@ -91,19 +91,42 @@ export interface LiveToken {
  * to introspect and revoke a token by its value (RFC 7662, RFC 7009).
  */
 export async function liveTokenByValue(db: { sql: Sql; keyring: SecretHashes }, value: string, extras: LookupExtras = {}): Promise<LiveToken | null> {
-  if (value.length === 0 || value.length > 1024) return null;
-  const hashes = db.keyring.hashes('accessToken', value);
+  return liveTokenByHashes(db.sql, tokenHashes(db.keyring, value), extras);
+}
+
+/** The keyed hashes a bearer value is looked up by (one per key held), or null for a value no token can have. */
+export function tokenHashes(keyring: SecretHashes, value: string): Buffer[] | null {
+  return value.length === 0 || value.length > 1024 ? null : keyring.hashes('accessToken', value);
+}
+
+/** The live token with these keyed hashes (tokenHashes), or null. */
+export async function liveTokenByHashes(sql: Sql, hashes: Buffer[] | null, extras: LookupExtras = {}): Promise<LiveToken | null> {
+  if (!hashes) return null;
   const what = (extras.snapshot?.wantsSnapshot() ? 1 : 0) | (extras.floor ? 2 : 0);
-  const [row] = await db.sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(
-    LIVE_TOKEN[hashes.length - 1][what],
-    hashes,
-  );
+  const [row] = await sql.rows<{ id: number; user_id: number; scope: string; snapshot?: string; floor?: string }>(LIVE_TOKEN[hashes.length - 1][what], hashes);
   // Found by keyed hash: equality of the stored hash is the check (a hash is no secret to time).
   if (!row) return null;
   const token: LiveToken = { tokenId: row.id, userId: row.user_id, scope: row.scope };
   if (row.snapshot) token.snapshot = row.snapshot;
   if (row.floor) token.floor = row.floor;
   return token;
+}
+
+/**
+ * A read statement (`select …`) and, in the same statement, the live token with these hashes
+ * (`hashes` key(s)): its first three columns are the token's id, user and scope, the fourth is
+ * true on a row of the read's; no row at all when the token is not live, one row with the read's
+ * columns null when the read found nothing. `?` placeholders: the hashes', then the read's.
+ *
+ * The read is the inner side of a join without a condition, which PostgreSQL can only run as a
+ * nested loop over the one token row: its rows come in its own order.
+ */
+export const withLiveToken = (keys: number, read: string) =>
+  `select v.id, v.user_id, v.scope, r.* from (${LIVE_TOKEN[keys - 1][0]}) v left join lateral (select true as "present", s.* from (${read}) s) r on true`;
+
+/** The live token of a withLiveToken statement's first row, or null (none: the token is not live). */
+export function liveTokenOfRow(row: readonly unknown[] | undefined): LiveToken | null {
+  return row ? { tokenId: Number(row[0]), userId: Number(row[1]), scope: row[2] as string } : null;
 }
 
 /**
@@ -141,8 +164,15 @@ function scopesOf(scope: string): ReadonlySet<string> {
  * kept under (the read cache is on) and its read floor (replicas serve reads).
  */
 export async function authenticate(db: { sql: Sql; keyring: SecretHashes }, credential: Credential, extras: LookupExtras = {}): Promise<Caller> {
-  const token = await liveTokenByValue(db, bearerOf(credential.authorization), extras);
-  if (!token) throw AppError.unauthorized('the access token is unknown, expired or revoked', 'invalid');
+  return callerOf(await liveTokenByValue(db, bearerOf(credential.authorization), extras), credential);
+}
+
+/** The 401 of a bearer value that is not a live token's. */
+export const notLive = () => AppError.unauthorized('the access token is unknown, expired or revoked', 'invalid');
+
+/** The caller a live token and its request's credential make (401 when the token is not live). */
+export function callerOf(token: LiveToken | null, credential: Credential): Caller {
+  if (!token) throw notLive();
   const caller: Caller = {
     tokenId: token.tokenId,
     userId: token.userId,

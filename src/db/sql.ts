@@ -140,11 +140,19 @@ function unavailable(err: unknown): unknown {
 }
 
 /** A statement as the driver takes it (numbered, named when it has a name), told to the listener as it goes out. */
-function queryOf(book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): pg.QueryConfig {
+function queryOf(book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[], arrays = false): pg.QueryConfig {
   const { text: numbered, name } = book.prepare(text);
   options.onStatement?.(numbered);
   const values = params as unknown[];
-  return name ? { name, text: numbered, values } : { text: numbered, values };
+  const query: pg.QueryConfig = name ? { name, text: numbered, values } : { text: numbered, values };
+  if (arrays) (query as pg.QueryArrayConfig).rowMode = 'array';
+  return query;
+}
+
+/** A statement's rows as arrays of values, with its columns' names (pg's `rowMode: 'array'`). */
+export interface ArrayRows {
+  names: string[];
+  rows: unknown[][];
 }
 
 async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOptions, text: string, params: readonly unknown[]): Promise<R[]> {
@@ -156,6 +164,11 @@ async function run<R>(client: pg.PoolClient, book: StatementBook, options: SqlOp
     throw unavailable(err);
   }
 }
+
+const arrayRowsOf = (result: pg.QueryResult | undefined): ArrayRows => ({
+  names: result ? result.fields.map((field) => field.name) : [],
+  rows: (result?.rows ?? []) as unknown[][],
+});
 
 /**
  * Why a connection of the pool could not be had. Failing to get one means the database is
@@ -195,6 +208,14 @@ class PoolTransaction implements Transaction {
     return run<R>(this.client, this.book, this.options, text, params);
   }
 
+  async arrays(text: string, params: readonly unknown[] = []): Promise<ArrayRows> {
+    try {
+      return arrayRowsOf(await this.client.query(queryOf(this.book, this.options, text, params, true) as pg.QueryArrayConfig));
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
   transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     return work(this);
   }
@@ -220,13 +241,23 @@ export class PoolSql implements Sql {
   rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
     // The embedded database's wrapper is no statement of the service's: the listener hears the statement alone.
     if (this.options.wrapStatements) return this.once((tx) => tx.rows<R>(text, params), false);
+    return this.send(text, params, false, (result) => (result?.rows ?? []) as R[]);
+  }
+
+  /** One statement's rows as arrays of values, with its columns' names (for a statement that answers columns of its own beside a caller's). */
+  arrays(text: string, params: readonly unknown[] = []): Promise<ArrayRows> {
+    if (this.options.wrapStatements) return this.once((tx) => tx.arrays(text, params), false);
+    return this.send(text, params, true, arrayRowsOf);
+  }
+
+  private send<T>(text: string, params: readonly unknown[], arrays: boolean, answer: (result: pg.QueryResult | undefined) => T): Promise<T> {
     const queued = queuedIn(this.pool, this.options.maxConnections);
-    return new Promise<R[]>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       const connected = (connectError: Error | undefined, client: pg.PoolClient | undefined, release: (broken?: Error) => void) => {
         if (connectError || !client) return reject(connectFailure(connectError, queued));
         let query: pg.QueryConfig;
         try {
-          query = queryOf(this.book, this.options, text, params);
+          query = queryOf(this.book, this.options, text, params, arrays);
         } catch (err) {
           release(); // the connection never saw the statement
           return reject(err as Error);
@@ -235,12 +266,12 @@ export class PoolSql implements Sql {
         // serialize failed the query before it was sent and the connection, released broken,
         // then ends under it (pg-pool's own query() guards its release alike).
         let settled = false;
-        const done = (err: unknown, rows?: R[]) => {
+        const done = (err: unknown, result?: pg.QueryResult) => {
           if (settled) return;
           settled = true;
           if (!err) {
             release();
-            return resolve(rows!);
+            return resolve(answer(result));
           }
           const failure = unavailable(err);
           // A lost connection goes back marked broken, so that the pool closes it.
@@ -248,7 +279,7 @@ export class PoolSql implements Sql {
           reject(failure);
         };
         try {
-          client.query<R & pg.QueryResultRow>(query, (err, result) => done(err, result?.rows));
+          client.query(query, (err: Error | undefined, result: pg.QueryResult) => done(err, result));
         } catch (err) {
           done(err);
         }
@@ -273,7 +304,7 @@ export class PoolSql implements Sql {
     }
   }
 
-  private async once<T>(work: (tx: Transaction) => Promise<T>, reported = true): Promise<T> {
+  private async once<T>(work: (tx: PoolTransaction) => Promise<T>, reported = true): Promise<T> {
     const client = await connect(this.pool, this.options.maxConnections);
     const control = async (text: 'begin' | 'commit' | 'rollback') => {
       if (reported) this.options.onStatement?.(text);

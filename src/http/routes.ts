@@ -1,5 +1,7 @@
-import type { Middleware, Next } from 'koa';
-import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
+import type { Middleware } from 'koa';
+import { authorizationOf, callerOf, clientOf, liveTokenByHashes, notLive, tokenHashes, type Credential } from '../auth/authenticate.js';
+import { bearerOf } from '../auth/bearer.js';
+import { CheckedReads, sameToken, TokenHints } from '../auth/checked-reads.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import type { Database } from '../db/database.js';
@@ -18,7 +20,9 @@ import type { Schema } from './openapi-schemas.js';
  * 2. the body read in full (JSON, or forms where `body: 'form'`), its problems kept for step 4, so
  *    that the token is looked up only once the whole request has arrived;
  * 3. the bearer token checked (401), which for a cacheable route also reads the snapshot the read
- *    cache keys answers by;
+ *    cache keys answers by; a read whose token this instance has seen checks it in its first
+ *    statement instead, and is answered only once that check found the token as it was seen
+ *    (src/auth/checked-reads.ts);
  * 4. the body's problems (413, 415, 400);
  * 5. the permission the route declares (403), before its input is parsed (so 403 wins over 400);
  * 6. the read cache, for routes declared `cacheable`;
@@ -98,11 +102,26 @@ export interface RouteTarget {
  */
 export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string, router: RouteTarget): void {
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
+  const hints = new TokenHints();
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
     // Only a GET the read cache may serve needs the snapshot its answers are kept under.
     const store = route.cacheable ? deps.readCache : null;
-    const pipeline = async (ctx: AppContext, next: Next) => {
+    const reads = route.method === 'GET';
+    const handler = (ctx: RouteContext, sql?: Sql) =>
+      route.handle(ctx, ctx.state.caller, sql ?? (reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql));
+    // The read cache, then the handler (called here rather than as Koa middleware: a request whose token hint was stale runs it again).
+    const serve = store && cache ? (ctx: AppContext) => cache(ctx, () => handler(ctx as RouteContext)) : (ctx: AppContext) => handler(ctx as RouteContext);
+    /** The request as it always ran: the token looked up by itself (with the snapshot or read floor asked for), then the route. */
+    const checkedFirst = async (ctx: AppContext, credential: Credential, hashes: Buffer[] | null, wantsSnapshot: boolean, bodyProblem: { err: unknown } | null) => {
+      const token = await liveTokenByHashes(deps.db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: deps.db.readFloors });
+      if (hashes) hints.found(hashes, token);
+      ctx.state.caller = callerOf(token, credential);
+      if (bodyProblem) throw bodyProblem.err;
+      if (route.permission) requirePermission(ctx.state.caller, route.permission);
+      await serve(ctx);
+    };
+    const pipeline = async (ctx: AppContext) => {
       ctx.state.route = template;
       const header = authorizationOf(ctx.req);
       // Without a credential there is nothing to wait for: the 401 comes at once.
@@ -114,14 +133,39 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
               (err: unknown) => ({ err }),
             );
       const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-      ctx.state.caller = await authenticate(deps.db, credential, { snapshot: ctx.method === 'GET' ? store : null, floor: deps.db.readFloors });
-      if (bodyProblem) throw bodyProblem.err;
-      if (route.permission) requirePermission(ctx.state.caller, route.permission);
-      await next();
+      const hashes = tokenHashes(deps.db.keyring, bearerOf(header));
+      // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
+      const wantsSnapshot = reads && store !== null && store.wantsSnapshot();
+      // A read whose token was seen before checks it in its first statement (src/auth/checked-reads.ts),
+      // unless it needs what the lookup alone reads: the snapshot the read cache keys by, or the
+      // read floor a replica waits for.
+      const hint = reads && hashes && !wantsSnapshot && !deps.db.readFloors && !bodyProblem ? hints.get(hashes) : undefined;
+      if (!hint) return checkedFirst(ctx, credential, hashes, wantsSnapshot, bodyProblem);
+      const checked = new CheckedReads(deps.db.sql, hashes!, hint);
+      if (store) ctx.state.readCache = 'aside'; // the store wanted no snapshot: it stands aside
+      let failure: { err: unknown } | null = null;
+      try {
+        ctx.state.caller = callerOf(hint, credential);
+        if (route.permission) requirePermission(ctx.state.caller, route.permission);
+        await handler(ctx as RouteContext, checked);
+      } catch (err) {
+        failure = { err };
+      }
+      // Nothing is answered before the check passed: when it found the token as hinted, the
+      // route's own answer (or failure) stands; when not live, a 401; when changed, the route runs
+      // again with the token looked up afresh.
+      const token = await checked.verified();
+      if (token && sameToken(token, hint)) {
+        if (failure) throw failure.err;
+        return;
+      }
+      hints.found(hashes!, token);
+      if (!token) throw notLive();
+      await checkedFirst(ctx, credential, hashes, false, null);
     };
-    const reads = route.method === 'GET';
-    const handler = (ctx: RouteContext) => route.handle(ctx, ctx.state.caller, reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql);
-    const chain = store && cache ? [pipeline, cache, handler] : [pipeline, handler];
-    router.register(template, [route.method], chain as never);
+    router.register(template, [route.method], [pipeline] as never);
   }
 }
+
+/** The snapshot asked for (see wantsSnapshot in the pipeline). */
+const WANTED = { wantsSnapshot: () => true };

@@ -1,0 +1,112 @@
+import { LRUCache } from 'lru-cache';
+import type { ArrayRows, PoolSql, Sql, Transaction } from '../db/sql.js';
+import { liveTokenByHashes, liveTokenOfRow, notLive, withLiveToken, type LiveToken } from './authenticate.js';
+
+/**
+ * A read's token check in its first statement: one round trip fewer for every REST read.
+ *
+ * Every request's bearer token is checked against the database (SPEC §2: a revoked token is
+ * refused at the next request, on every instance). A read used to send that check and then its
+ * own statements: two round trips for a record by id, and the first was ~40 % of the request's
+ * cost (docs/benchmarks.md). Here the check rides in the read's first statement (withLiveToken),
+ * so it sees the very snapshot the read sees, and nothing is answered that it did not pass.
+ *
+ * To run the read before the check's answer, the request needs its caller (the permission is
+ * checked first, and a service may shape its statement by the caller): TokenHints keeps what the
+ * last check of each token found, as a hint. A hint grants nothing: the read is answered only once
+ * its statement found that token live and the same (id, user, scope); when it is not live the
+ * answer is a 401, and when it changed, the request runs again with the token looked up afresh
+ * (src/http/routes.ts). So a hint can make a read cheaper, never let a revoked token through.
+ */
+
+/** What the last checks of tokens found, by the token's keyed hash (no secret: the database holds the same). */
+export class TokenHints {
+  // ~150 bytes a token (its key, the hint, the LRU's slots): 50,000 tokens in use at once are ~7.5 MB.
+  private readonly hints = new LRUCache<string, LiveToken>({ max: 50_000 });
+
+  private static key(hashes: readonly Buffer[]): string {
+    // The hash under the current key: a value's hashes under other keys come with it.
+    return hashes[0].toString('base64');
+  }
+
+  get(hashes: readonly Buffer[]): LiveToken | undefined {
+    return this.hints.get(TokenHints.key(hashes));
+  }
+
+  /** What a check found (null: not live, the hint goes). */
+  found(hashes: readonly Buffer[], token: LiveToken | null): void {
+    if (token) this.hints.set(TokenHints.key(hashes), { tokenId: token.tokenId, userId: token.userId, scope: token.scope });
+    else this.hints.delete(TokenHints.key(hashes));
+  }
+}
+
+/** The check found the token live but not as its hint said (its scope, or its user, changed): the request runs again. */
+export class StaleTokenHint extends Error {
+  override name = 'StaleTokenHint';
+}
+
+export const sameToken = (a: LiveToken, b: LiveToken) => a.tokenId === b.tokenId && a.userId === b.userId && a.scope === b.scope;
+
+/** Statements that may carry the check: plain reads (a data-modifying `with` must stay at the top level). */
+const CHECKABLE = /^\s*select\s/i;
+
+/** The read's own rows of a withLiveToken statement (its first four columns are the check's). */
+function readRows<R>(result: ArrayRows): R[] {
+  const names = result.names;
+  const rows: R[] = [];
+  for (const values of result.rows) {
+    if (values[3] !== true) continue; // the read found nothing: the token's row alone
+    const row: Record<string, unknown> = {};
+    for (let i = 4; i < names.length; i++) row[names[i]] = values[i];
+    rows.push(row as R);
+  }
+  return rows;
+}
+
+/**
+ * The reads of one request whose token is checked by its first statement (see above). `verified()`
+ * is what the check found, once it ran: the pipeline answers only when that is the hint.
+ */
+export class CheckedReads implements Sql {
+  private check: Promise<LiveToken | null> | null = null;
+
+  constructor(
+    private readonly sql: PoolSql,
+    private readonly hashes: Buffer[],
+    private readonly hint: LiveToken,
+  ) {}
+
+  rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+    if (this.check !== null || !CHECKABLE.test(text)) return this.sql.rows<R>(text, params);
+    const fused = this.sql.arrays(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
+    // A read that fails on its own (a value PostgreSQL refuses) takes its check with it: then the
+    // token is checked by itself, so that the answer is still the token's (a 401 when not live).
+    this.settle(fused.then((result) => liveTokenOfRow(result.rows[0]), () => liveTokenByHashes(this.sql, this.hashes)));
+    return fused.then((result) => {
+      const token = liveTokenOfRow(result.rows[0]);
+      if (!token) throw notLive();
+      if (!sameToken(token, this.hint)) throw new StaleTokenHint();
+      return readRows<R>(result);
+    });
+  }
+
+  /** A transaction only after the check (reads may run before it; nothing else does). */
+  async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const token = await this.verified();
+    if (!token) throw notLive();
+    if (!sameToken(token, this.hint)) throw new StaleTokenHint();
+    return this.sql.transaction(work);
+  }
+
+  /** What the check found (null: the token is not live); checks by itself when no statement carried it. */
+  verified(): Promise<LiveToken | null> {
+    if (this.check === null) this.settle(liveTokenByHashes(this.sql, this.hashes));
+    return this.check!;
+  }
+
+  private settle(check: Promise<LiveToken | null>): void {
+    this.check = check;
+    // Awaited by verified() once the request is done; a failure meanwhile is not unhandled.
+    check.catch(() => undefined);
+  }
+}
