@@ -1,3 +1,4 @@
+import type { TokenHints } from './auth/checked-reads.js';
 import type { RequestListener } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import type { Config } from './config.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   graphql: Pick<GraphQLEndpoint, 'middleware'>;
   /** Answers of cacheable reads (src/read-cache/), shared with GraphQL; null: off. */
   readCache: ReadCache | null;
+  /** What the instance's token checks found (src/auth/checked-reads.ts), shared with GraphQL. */
+  tokenHints: TokenHints;
   /** Whether the service is stopping (draining: /readyz answers 503 while requests are still served). */
   stopping?: () => boolean;
 }
@@ -157,7 +160,7 @@ export function serviceDocument(
  * API (src/http/routes.ts: authentication, body, permission, read cache, handler). Returned as the
  * listener the HTTP server calls for each request.
  */
-export function createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping = () => false }: AppDeps): RequestListener {
+export function createApp({ config, db, services, modules, log, metrics, graphql, readCache, tokenHints, stopping = () => false }: AppDeps): RequestListener {
   const app = new Koa<AppState>();
   // The routes of every path but /graphql (the probes and documents, the API below BASE_PATH): one
   // router per segment, each request matched by its segment's only (src/http/segment-router.ts).
@@ -186,7 +189,7 @@ export function createApp({ config, db, services, modules, log, metrics, graphql
   // match whatever their letters' case, as this does; the edge has cut a trailing slash): the
   // router matches a path against every route it holds, a measurable share of a GraphQL request.
   app.use((ctx, next) => (isGraphQLPath(ctx.path) ? graphql.middleware(ctx, next) : next()));
-  mountRoutes(routes, { db, readCache }, config.basePath, router);
+  mountRoutes(routes, { db, readCache, tokenHints }, config.basePath, router);
   app.use(router.middleware());
   // What goes wrong after an answer has started (a client gone in the middle of an event stream:
   // EPIPE) has no one left to answer: noted at debug level, instead of Koa's print to stderr.

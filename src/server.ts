@@ -1,3 +1,4 @@
+import { TokenHints } from './auth/checked-reads.js';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';
@@ -206,6 +207,8 @@ interface Http {
  */
 async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
   const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
+  // What the instance's token checks found, for reads to check their token in their own first statement (REST and GraphQL alike).
+  const tokenHints = new TokenHints();
   const metrics = config.metrics ? createMetrics(db) : null;
   const events = openEventSource({ sql: db.sql, log, outage: db.outage });
   try {
@@ -228,10 +231,11 @@ async function buildHttp(config: Config, log: Logger, db: Database, services: Se
       federation: config.graphqlFederation,
       gate,
       readCache,
+      tokenHints,
       sse,
     });
     let draining = false;
-    const listener: RequestListener = createApp({ config, db, services, modules, log, metrics, graphql, readCache, stopping: () => draining });
+    const listener: RequestListener = createApp({ config, db, services, modules, log, metrics, graphql, readCache, tokenHints, stopping: () => draining });
     // 64 KiB of headers (Node's default is 16): room for a list filter at its limits (1000 values in
     // `in`) in the query string. requireHostHeader: false: a request without Host reaches the app,
     // which answers the JSON 400.

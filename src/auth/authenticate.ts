@@ -122,7 +122,8 @@ export async function liveTokenByHashes(sql: Sql, hashes: Buffer[] | null, extra
  * nested loop over the one token row: its rows come in its own order.
  */
 export const withLiveToken = (keys: number, read: string) =>
-  `select v.id, v.user_id, v.scope, r.* from (${LIVE_TOKEN[keys - 1][0]}) v left join lateral (select true as "present", s.* from (${read}) s) r on true`;
+  // limit 1: during a key rotation a value could match two rows (its hash under each key): the read runs once.
+  `select v.id, v.user_id, v.scope, r.* from (${LIVE_TOKEN[keys - 1][0]} limit 1) v left join lateral (select true as "present", s.* from (${read}) s) r on true`;
 
 /** The live token of a withLiveToken statement's first row, or null (none: the token is not live). */
 export function liveTokenOfRow(row: readonly unknown[] | undefined): LiveToken | null {

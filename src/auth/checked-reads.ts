@@ -33,6 +33,12 @@ export class TokenHints {
     return this.hints.get(TokenHints.key(hashes));
   }
 
+  /** The reads of a request with this token, checked in their first statement; null when the token has no hint (it is looked up first). */
+  reads(sql: PoolSql, hashes: Buffer[]): CheckedReads | null {
+    const hint = this.get(hashes);
+    return hint ? new CheckedReads(sql, hashes, hint, this) : null;
+  }
+
   /** What a check found (null: not live, the hint goes). */
   found(hashes: readonly Buffer[], token: LiveToken | null): void {
     if (token) this.hints.set(TokenHints.key(hashes), { tokenId: token.tokenId, userId: token.userId, scope: token.scope });
@@ -73,11 +79,48 @@ export class CheckedReads implements Sql {
   constructor(
     private readonly sql: PoolSql,
     private readonly hashes: Buffer[],
-    private readonly hint: LiveToken,
+    /** The token as last seen: the request's caller until the check says otherwise. */
+    readonly hint: LiveToken,
+    private readonly hints: TokenHints,
   ) {}
 
+  /**
+   * Runs a request's `work` on these reads, then answers as the check found (it waits for it, and
+   * checks by itself when no statement carried it): true when the token was as hinted (the work's
+   * outcome stands, its failure thrown again), a 401 when it is not live, false when it changed
+   * (the caller runs the request again, with the token looked up afresh); in both of these,
+   * `undo` first takes back what the work set of the answer.
+   */
+  async answer(work: () => Promise<void>, undo: () => void): Promise<boolean> {
+    let failure: { err: unknown } | null = null;
+    try {
+      await work();
+    } catch (err) {
+      failure = { err };
+    }
+    const token = await this.verified();
+    if (token && sameToken(token, this.hint)) {
+      if (failure) throw failure.err;
+      return true;
+    }
+    // Not the work's answer: nothing it set (a header) may go out with the 401 or the next run.
+    undo();
+    this.hints.found(this.hashes, token);
+    if (!token) throw notLive();
+    return false;
+  }
+
+  /** Resolves once the check found the token as hinted: what must come before anything but a read (a write). */
+  async confirm(): Promise<void> {
+    const token = await this.verified();
+    if (!token) throw notLive();
+    if (!sameToken(token, this.hint)) throw new StaleTokenHint();
+  }
+
   rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-    if (this.check !== null || !CHECKABLE.test(text)) return this.sql.rows<R>(text, params);
+    if (this.check !== null) return this.sql.rows<R>(text, params);
+    // Anything but a plain read (a `with`, which may write) waits for the check.
+    if (!CHECKABLE.test(text)) return this.confirm().then(() => this.sql.rows<R>(text, params));
     const fused = this.sql.arrays(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
     // A read that fails on its own (a value PostgreSQL refuses) takes its check with it: then the
     // token is checked by itself, so that the answer is still the token's (a 401 when not live).
@@ -90,11 +133,9 @@ export class CheckedReads implements Sql {
     });
   }
 
-  /** A transaction only after the check (reads may run before it; nothing else does). */
+  /** A transaction only after the check (plain reads may run before it; nothing else does). */
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
-    const token = await this.verified();
-    if (!token) throw notLive();
-    if (!sameToken(token, this.hint)) throw new StaleTokenHint();
+    await this.confirm();
     return this.sql.transaction(work);
   }
 

@@ -9,11 +9,13 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import type { Middleware } from 'koa';
-import { authenticate, authorizationOf, clientOf } from '../auth/authenticate.js';
+import { authorizationOf, callerOf, clientOf, liveTokenByHashes, tokenHashes, type Credential } from '../auth/authenticate.js';
+import { bearerOf } from '../auth/bearer.js';
+import type { CheckedReads, TokenHints } from '../auth/checked-reads.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
-import type { AppContext, AppState } from '../http/context.js';
+import { undoFromNow, type AppContext, type AppState } from '../http/context.js';
 import { errorHeaders, failureOf, methodNotAllowed, STATUS_OF } from '../http/errors.js';
 import { readBody } from '../http/middleware.js';
 import type { Logger } from '../observability/log.js';
@@ -144,6 +146,8 @@ interface GraphQLDeps {
   gate: Gate;
   /** Answers of cacheable reads (src/read-cache/), shared with REST; null: off. */
   readCache: ReadCache | null;
+  /** What the instance's token checks found (src/auth/checked-reads.ts), shared with REST. */
+  tokenHints: TokenHints;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
   /** GRAPHQL_FEDERATION: the gate's schema is the Apollo Federation 2 subgraph's (src/graphql/federation.ts). */
@@ -210,14 +214,18 @@ async function readGraphQLBody(ctx: AppContext): Promise<void> {
 }
 
 /**
- * The caller, or null for a request without a credential, which only introspection may be
- * (checked once the gate has read the document). As on REST, a missing or invalid token is a
- * 401 before anything else is said about the request (its body, its document, the schema); with
- * a credential, the body is read in full before the token is looked up (that statement also
- * reads the snapshot a cached answer is served under: a body that arrives after a write must not
- * get an answer from before it), when the read cache is on.
+ * A request's credential and its token's keyed hashes, with its body read: a problem with the
+ * body, or with the Authorization header (none, or not `Bearer <value>`), kept for callerFor.
  */
-async function callerFor(ctx: AppContext, { db, introspection, readCache }: GraphQLDeps): Promise<Caller | null> {
+interface Presented {
+  header: string | undefined;
+  credential: Credential;
+  hashes: Buffer[] | null;
+  headerProblem: { err: unknown } | null;
+  bodyProblem: { err: unknown } | null;
+}
+
+async function presented(ctx: AppContext, db: Database): Promise<Presented> {
   const header = authorizationOf(ctx.req);
   const bodyProblem =
     header !== undefined && ctx.method === 'POST'
@@ -226,10 +234,33 @@ async function callerFor(ctx: AppContext, { db, introspection, readCache }: Grap
           (err: unknown) => ({ err }),
         )
       : null;
+  const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
+  try {
+    return { header, credential, hashes: tokenHashes(db.keyring, bearerOf(header)), headerProblem: null, bodyProblem };
+  } catch (err) {
+    return { header, credential, hashes: null, headerProblem: { err }, bodyProblem };
+  }
+}
+
+/** The snapshot asked for with the token (the read cache wanted it). */
+const WANTED = { wantsSnapshot: () => true };
+
+/**
+ * The caller, or null for a request without a credential, which only introspection may be
+ * (checked once the gate has read the document). As on REST, a missing or invalid token is a
+ * 401 before anything else is said about the request (its body, its document, the schema); with
+ * a credential, the body is read in full before the token is looked up (that statement also
+ * reads the snapshot a cached answer is served under: a body that arrives after a write must not
+ * get an answer from before it), when the read cache is on.
+ */
+async function callerFor(ctx: AppContext, { db, introspection, tokenHints }: GraphQLDeps, request: Presented, wantsSnapshot: boolean): Promise<Caller | null> {
+  const { header, credential, hashes, headerProblem, bodyProblem } = request;
   let caller: Caller;
   try {
-    const credential = { authorization: header, client: clientOf(ctx.req.headers), requestId: ctx.state.requestId };
-    caller = await authenticate(db, credential, { snapshot: readCache, floor: db.readFloors });
+    if (headerProblem) throw headerProblem.err;
+    const token = await liveTokenByHashes(db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: db.readFloors });
+    if (hashes) tokenHints.found(hashes, token);
+    caller = callerOf(token, credential);
   } catch (err) {
     // Only a request with no credential at all may fall back to introspection: a wrong one is
     // a 401 (Sandbox shows it), as the README's table says.
@@ -259,7 +290,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
    * integration API: the request as the gate read it, HEAD as GET (Apollo serves GET; Koa leaves
    * the body out of the answer to a HEAD), and the context the resolvers get.
    */
-  async function runApollo(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, admitted: Admitted | null): Promise<void> {
+  async function runApollo(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, admitted: Admitted | null, checked: CheckedReads | null): Promise<void> {
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(ctx.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     const byId = admitted?.byId != null && request ? byIdForApollo(request, admitted.byId) : null;
@@ -276,7 +307,8 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       body: ctx.method === 'POST' ? (byId ?? ctx.request.body) : undefined,
     };
     const context = async (): Promise<GraphQLContext> => {
-      const reads = caller ? db.readerFor(caller) : db.sql;
+      // A query runs on `reads` (src/graphql/executor.ts): checked reads carry the token's check in their first statement.
+      const reads = checked ?? (caller ? db.readerFor(caller) : db.sql);
       const loaders = new Loaders(services, caller, db.sql);
       return { caller, requestId: ctx.state.requestId, services, sql: db.sql, reads, loaders, http: ctx.state, ...(admitted ? { admitted } : {}) };
     };
@@ -298,6 +330,37 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
 
   const refuse = (ctx: AppContext, verdict: Refused) => answerErrors(ctx, 400, { errors: gate.format(verdict.errors, ctx.state.requestId) });
 
+  /** A request once its caller is known (or provisional, with `checked`): the gate's verdict, then the answer. */
+  async function serve(ctx: AppContext, caller: Caller | null, stream: SseEndpoint | null, checked: CheckedReads | null): Promise<void> {
+    const request = operationRequestOf(ctx);
+    const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
+    const verdict = verdictOf(ctx, request, caller, transport);
+    if (caller) ctx.state.caller = caller;
+    // Without a token: the landing page (a GET naming no operation), or a query of introspection meta-fields only.
+    else if ((ctx.method === 'POST' || namesOperation(request)) && !(verdict?.kind === 'admitted' && verdict.introspectionOnly)) {
+      throw AppError.unauthorized('an Authorization: Bearer <accessToken> header is required', 'missing');
+    }
+    if (verdict && verdict.kind !== 'unjudged' && verdict.operation) {
+      ctx.state.graphql = { name: verdict.operation.name?.value ?? null, type: verdict.operation.operation };
+    }
+    if (stream) {
+      // A subscription over Server-Sent Events: always with a token.
+      if (!caller) throw AppError.unauthorized('an access token is required', 'missing');
+      await stream.serve(ctx, caller, verdict);
+      return;
+    }
+    if (verdict?.kind === 'refused') return refuse(ctx, verdict);
+    const admitted = verdict?.kind === 'admitted' ? verdict : null;
+    // Only a query runs before its token's check has come back: anything else may write.
+    if (checked && admitted?.operation.operation !== 'query') await checked.confirm();
+    const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
+    const cacheKey = answers?.keyOf(ctx, caller, admitted, raw) ?? null;
+    if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
+    await runApollo(ctx, request, caller, admitted, checked);
+    completeEarlyErrors(ctx);
+    if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
+  }
+
   const middleware: Middleware<AppState> = async function graphQLEndpoint(ctx) {
     ctx.state.route = '/graphql';
     try {
@@ -309,32 +372,17 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       }
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
-      const caller = await callerFor(ctx, deps);
-      const request = operationRequestOf(ctx);
-      const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
-      const verdict = verdictOf(ctx, request, caller, transport);
-      if (caller) ctx.state.caller = caller;
-      // Without a token: the landing page (a GET naming no operation), or a query of introspection meta-fields only.
-      else if ((ctx.method === 'POST' || namesOperation(request)) && !(verdict?.kind === 'admitted' && verdict.introspectionOnly)) {
-        throw AppError.unauthorized('an Authorization: Bearer <accessToken> header is required', 'missing');
-      }
-      if (verdict && verdict.kind !== 'unjudged' && verdict.operation) {
-        ctx.state.graphql = { name: verdict.operation.name?.value ?? null, type: verdict.operation.operation };
-      }
-      if (stream) {
-        // A subscription over Server-Sent Events: always with a token.
-        if (!caller) throw AppError.unauthorized('an access token is required', 'missing');
-        await stream.serve(ctx, caller, verdict);
-        return;
-      }
-      if (verdict?.kind === 'refused') return refuse(ctx, verdict);
-      const admitted = verdict?.kind === 'admitted' ? verdict : null;
-      const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
-      const cacheKey = answers?.keyOf(ctx, caller, admitted, raw) ?? null;
-      if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
-      await runApollo(ctx, request, caller, admitted);
-      completeEarlyErrors(ctx);
-      if (cacheKey) answers!.keep(ctx, caller!, cacheKey);
+      const request = await presented(ctx, db);
+      // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
+      const wantsSnapshot = deps.readCache !== null && deps.readCache.wantsSnapshot();
+      // As on REST (src/http/routes.ts): a request whose token was seen before checks it in its
+      // first read, unless it needs what the lookup alone reads (the read cache's snapshot, a
+      // replica's read floor) or streams its answer as it goes (SSE). Nothing is answered before
+      // the check passed; when the token changed, the request runs again.
+      const checked =
+        !stream && request.hashes && !request.bodyProblem && !wantsSnapshot && !db.readFloors ? deps.tokenHints.reads(db.sql, request.hashes) : null;
+      if (checked && (await checked.answer(() => serve(ctx, callerOf(checked.hint, request.credential), null, checked), undoFromNow(ctx)))) return;
+      await serve(ctx, await callerFor(ctx, deps, request, wantsSnapshot && !checked), stream, null);
     } catch (err) {
       const known = failureOf(err, ctx, log);
       if (known.info.overload) ctx.state.overloaded = true;

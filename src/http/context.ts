@@ -30,3 +30,15 @@ declare module 'koa' {
 
 export type AppContext = ParameterizedContext<AppState>;
 export type RouteContext = RouterContext<AppState>;
+
+/**
+ * Takes back the headers set on the answer from now on (and what the read cache noted of it): for
+ * work whose answer is then not given (src/auth/checked-reads.ts).
+ */
+export function undoFromNow(ctx: AppContext): () => void {
+  const before = new Set(Object.keys(ctx.response.headers));
+  return () => {
+    for (const name of Object.keys(ctx.response.headers)) if (!before.has(name)) ctx.remove(name);
+    delete ctx.state.readCache;
+  };
+}

@@ -1,13 +1,13 @@
 import type { Middleware } from 'koa';
-import { authorizationOf, callerOf, clientOf, liveTokenByHashes, notLive, tokenHashes, type Credential } from '../auth/authenticate.js';
+import { authorizationOf, callerOf, clientOf, liveTokenByHashes, tokenHashes, type Credential } from '../auth/authenticate.js';
 import { bearerOf } from '../auth/bearer.js';
-import { CheckedReads, sameToken, TokenHints } from '../auth/checked-reads.js';
+import type { TokenHints } from '../auth/checked-reads.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import type { Database } from '../db/database.js';
 import { cachedRead } from './cached-read.js';
 import type { ReadCache } from '../read-cache/store.js';
-import type { AppContext, AppState, RouteContext } from './context.js';
+import { undoFromNow, type AppContext, type AppState, type RouteContext } from './context.js';
 import { bodyless, readBody, type BodyKind } from './middleware.js';
 import type { Schema } from './openapi-schemas.js';
 
@@ -89,6 +89,8 @@ export interface RouteSpec {
 export interface RouteDeps {
   db: Pick<Database, 'sql' | 'keyring' | 'readerFor' | 'readFloors'>;
   readCache: ReadCache | null;
+  /** What the instance's token checks found (src/auth/checked-reads.ts). */
+  tokenHints: TokenHints;
 }
 
 /** Where routes are registered (the app's routers by segment: src/http/segment-router.ts). */
@@ -102,7 +104,7 @@ export interface RouteTarget {
  */
 export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefix: string, router: RouteTarget): void {
   const cache = deps.readCache ? cachedRead(deps.readCache) : null;
-  const hints = new TokenHints();
+  const hints = deps.tokenHints;
   for (const route of routes) {
     const template = `${prefix}${route.path}`;
     // Only a GET the read cache may serve needs the snapshot its answers are kept under.
@@ -139,29 +141,20 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       // A read whose token was seen before checks it in its first statement (src/auth/checked-reads.ts),
       // unless it needs what the lookup alone reads: the snapshot the read cache keys by, or the
       // read floor a replica waits for.
-      const hint = reads && hashes && !wantsSnapshot && !deps.db.readFloors && !bodyProblem ? hints.get(hashes) : undefined;
-      if (!hint) return checkedFirst(ctx, credential, hashes, wantsSnapshot, bodyProblem);
-      const checked = new CheckedReads(deps.db.sql, hashes!, hint);
-      if (store) ctx.state.readCache = 'aside'; // the store wanted no snapshot: it stands aside
-      let failure: { err: unknown } | null = null;
-      try {
-        ctx.state.caller = callerOf(hint, credential);
-        if (route.permission) requirePermission(ctx.state.caller, route.permission);
-        await handler(ctx as RouteContext, checked);
-      } catch (err) {
-        failure = { err };
-      }
-      // Nothing is answered before the check passed: when it found the token as hinted, the
-      // route's own answer (or failure) stands; when not live, a 401; when changed, the route runs
-      // again with the token looked up afresh.
-      const token = await checked.verified();
-      if (token && sameToken(token, hint)) {
-        if (failure) throw failure.err;
+      const checked = reads && hashes && !wantsSnapshot && !deps.db.readFloors && !bodyProblem ? hints.reads(deps.db.sql, hashes) : null;
+      if (checked) {
+        // Nothing is answered before the check passed (CheckedReads.answer); when the token changed, the route runs again.
+        const answered = await checked.answer(async () => {
+          ctx.state.caller = callerOf(checked.hint, credential);
+          if (route.permission) requirePermission(ctx.state.caller, route.permission);
+          if (store) ctx.state.readCache = 'aside'; // the store wanted no snapshot: it stands aside
+          await handler(ctx as RouteContext, checked);
+        }, undoFromNow(ctx));
+        // The token changed: looked up afresh (it was live, the body fine, the snapshot not wanted).
+        if (!answered) await checkedFirst(ctx, credential, hashes, false, null);
         return;
       }
-      hints.found(hashes!, token);
-      if (!token) throw notLive();
-      await checkedFirst(ctx, credential, hashes, false, null);
+      await checkedFirst(ctx, credential, hashes, wantsSnapshot, bodyProblem);
     };
     router.register(template, [route.method], [pipeline] as never);
   }

@@ -1,3 +1,4 @@
+import { CheckedReads, TokenHints } from '../../src/auth/checked-reads.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { uniq } from '../support/names.js';
 
@@ -19,7 +20,7 @@ afterAll(async () => {
 async function seen(scope: string): Promise<{ id: number; token: string }> {
   const id = (await svc.request('POST', '/user/', { body: { firstName: 'Checked', lastName: uniq('reads') } })).body as number;
   const token = await svc.tokenWith(scope);
-  expect((await svc.request('GET', `/user/${id}`, { token })).status).toBe(scope === 'user:read' ? 200 : 403);
+  expect((await svc.request('GET', `/user/${id}`, { token })).status).toBe(scope.includes('user:read') ? 200 : 403);
   return { id, token };
 }
 
@@ -98,4 +99,60 @@ describe('a token seen before, changed in the database behind this instance (as 
     await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
     expect((await svc.request('GET', `/user/${id}`, { token })).status).toBe(401);
   });
+});
+
+describe('GraphQL: a query checks its token in its first read, anything else before it runs', () => {
+  const userQuery = (id: number) => `query ById { user(id: ${id}) { id firstName } }`;
+
+  test('a query by id: one statement, the same answer', async () => {
+    const { id, token } = await seen('user:read');
+    await svc.graphql(userQuery(id), undefined, { token }); // seen over GraphQL too
+    svc.queries.length = 0;
+    const reply = await svc.graphql(userQuery(id), undefined, { token });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ data: { user: { id: String(id), firstName: 'Checked' } } });
+    expect(svc.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*from users/)]);
+  });
+
+  test('revoked: a 401, no data', async () => {
+    const { id, token } = await seen('user:read');
+    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    const reply = await svc.graphql(userQuery(id), undefined, { token });
+    expect(reply.status).toBe(401);
+    expect(reply.body.data).toBeUndefined();
+    expect(reply.text).not.toContain('Checked');
+  });
+
+  test('its scope narrowed: FORBIDDEN, as the database has it, and no internal error logged', async () => {
+    const { id, token } = await seen('user:read');
+    await svc.sql(`update tokens set scope = 'token:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    const lines = svc.logLines.length;
+    const reply = await svc.graphql(userQuery(id), undefined, { token });
+    expect(reply.status).toBe(200);
+    expect(reply.body.data).toEqual({ user: null });
+    expect(reply.body.errors.map((e: any) => e.extensions.code)).toEqual(['FORBIDDEN']);
+    expect(svc.logLines.slice(lines).filter((line) => /"level":"error"|graphql operation failed/.test(line))).toEqual([]);
+  });
+
+  test('a mutation with a revoked token: a 401, and nothing written', async () => {
+    const { id, token } = await seen('user:write user:read');
+    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    const reply = await svc.graphql(`mutation { patchUser(id: ${id}, input: { firstName: "Written" }) { id } }`, undefined, { token });
+    expect(reply.status).toBe(401);
+    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
+    expect(row.first_name).toBe('Checked');
+  });
+});
+
+test('on checked reads, a statement that is not a plain read waits for the check: with a revoked token it never runs', async () => {
+  const { id, token } = await seen('user:read');
+  const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [svc.hmac(token)]);
+  const hint = { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
+  await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+  const reads = new CheckedReads(svc.running.db.sql, [svc.hmac(token)], hint, new TokenHints());
+  const write = reads.rows(`with w as (update users set last_name = 'Written' where id = ?::bigint returning id) select id from w`, [id]);
+  await expect(write).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+  await expect(reads.verified()).resolves.toBeNull();
+  const [user] = await svc.sql<{ last_name: string }>('select last_name from users where id = ?', [id]);
+  expect(user.last_name).not.toBe('Written');
 });
