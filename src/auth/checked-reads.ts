@@ -21,7 +21,8 @@ import { liveTokenByHashes, liveTokenOfRow, notLive, withLiveToken, type LiveTok
 
 /** What the last checks of tokens found, by the token's keyed hash (no secret: the database holds the same). */
 export class TokenHints {
-  // ~150 bytes a token (its key, the hint, the LRU's slots): 50,000 tokens in use at once are ~7.5 MB.
+  // ~150 bytes a token (its key, the hint, the LRU's slots) with a short scope, ~650 with one of 255
+  // characters: 50,000 tokens in use at once are 7.5 to 33 MB.
   private readonly hints = new LRUCache<string, LiveToken>({ max: 50_000 });
 
   private static key(hashes: readonly Buffer[]): string {
