@@ -25,9 +25,22 @@ export class TokenHints {
   // characters: 50,000 tokens in use at once are 7.5 to 33 MB.
   private readonly hints = new LRUCache<string, LiveToken>({ max: 50_000 });
 
+  /** Scope texts as kept, one string per distinct text (tokens share a few; each row read brings a new copy). */
+  private readonly scopes = new Map<string, string>();
+
   private static key(hashes: readonly Buffer[]): string {
-    // The hash under the current key: a value's hashes under other keys come with it.
-    return hashes[0].toString('base64');
+    // The hash under the current key (a value's hashes under other keys come with it), one byte a
+    // character: 32 characters where base64 took 44.
+    return hashes[0].toString('latin1');
+  }
+
+  private scopeText(scope: string): string {
+    let kept = this.scopes.get(scope);
+    if (kept === undefined) {
+      if (this.scopes.size >= 1024) this.scopes.clear();
+      this.scopes.set(scope, (kept = scope));
+    }
+    return kept;
   }
 
   get(hashes: readonly Buffer[]): LiveToken | undefined {
@@ -42,7 +55,7 @@ export class TokenHints {
 
   /** What a check found (null: not live, the hint goes). */
   found(hashes: readonly Buffer[], token: LiveToken | null): void {
-    if (token) this.hints.set(TokenHints.key(hashes), { tokenId: token.tokenId, userId: token.userId, scope: token.scope });
+    if (token) this.hints.set(TokenHints.key(hashes), { tokenId: token.tokenId, userId: token.userId, scope: this.scopeText(token.scope) });
     else this.hints.delete(TokenHints.key(hashes));
   }
 }
