@@ -138,7 +138,12 @@ export class CheckedReads implements Sql {
     const fused = this.sql.arrays(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
     // A read that fails on its own (a value PostgreSQL refuses) takes its check with it: then the
     // token is checked by itself, so that the answer is still the token's (a 401 when not live).
-    this.settle(fused.then((result) => liveTokenOfRow(result.rows[0]), () => liveTokenByHashes(this.sql, this.hashes)));
+    this.settle(
+      fused.then(
+        (result) => liveTokenOfRow(result.rows[0]),
+        () => liveTokenByHashes(this.sql, this.hashes),
+      ),
+    );
     return fused.then((result) => {
       const token = liveTokenOfRow(result.rows[0]);
       if (!token) throw notLive();

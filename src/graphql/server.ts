@@ -290,7 +290,13 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
    * integration API: the request as the gate read it, HEAD as GET (Apollo serves GET; Koa leaves
    * the body out of the answer to a HEAD), and the context the resolvers get.
    */
-  async function runApollo(ctx: AppContext, request: OperationRequest | null, caller: Caller | null, admitted: Admitted | null, checked: CheckedReads | null): Promise<void> {
+  async function runApollo(
+    ctx: AppContext,
+    request: OperationRequest | null,
+    caller: Caller | null,
+    admitted: Admitted | null,
+    checked: CheckedReads | null,
+  ): Promise<void> {
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(ctx.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     const byId = admitted?.byId != null && request ? byIdForApollo(request, admitted.byId) : null;

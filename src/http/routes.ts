@@ -110,12 +110,17 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
     // Only a GET the read cache may serve needs the snapshot its answers are kept under.
     const store = route.cacheable ? deps.readCache : null;
     const reads = route.method === 'GET';
-    const handler = (ctx: RouteContext, sql?: Sql) =>
-      route.handle(ctx, ctx.state.caller, sql ?? (reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql));
+    const handler = (ctx: RouteContext, sql?: Sql) => route.handle(ctx, ctx.state.caller, sql ?? (reads ? deps.db.readerFor(ctx.state.caller) : deps.db.sql));
     // The read cache, then the handler (called here rather than as Koa middleware: a request whose token hint was stale runs it again).
     const serve = store && cache ? (ctx: AppContext) => cache(ctx, () => handler(ctx as RouteContext)) : (ctx: AppContext) => handler(ctx as RouteContext);
     /** The request as it always ran: the token looked up by itself (with the snapshot or read floor asked for), then the route. */
-    const checkedFirst = async (ctx: AppContext, credential: Credential, hashes: Buffer[] | null, wantsSnapshot: boolean, bodyProblem: { err: unknown } | null) => {
+    const checkedFirst = async (
+      ctx: AppContext,
+      credential: Credential,
+      hashes: Buffer[] | null,
+      wantsSnapshot: boolean,
+      bodyProblem: { err: unknown } | null,
+    ) => {
       const token = await liveTokenByHashes(deps.db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: deps.db.readFloors });
       if (hashes) hints.found(hashes, token);
       ctx.state.caller = callerOf(token, credential);

@@ -146,7 +146,9 @@ describe('GraphQL: a query checks its token in its first read, anything else bef
 
 test('on checked reads, a statement that is not a plain read waits for the check: with a revoked token it never runs', async () => {
   const { id, token } = await seen('user:read');
-  const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [svc.hmac(token)]);
+  const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [
+    svc.hmac(token),
+  ]);
   const hint = { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
   await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
   const reads = new CheckedReads(svc.running.db.sql, [svc.hmac(token)], hint, new TokenHints());
