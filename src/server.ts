@@ -208,7 +208,7 @@ interface Http {
 async function buildHttp(config: Config, log: Logger, db: Database, services: Services, modules: readonly AnyModule[], options: StartOptions): Promise<Http> {
   const readCache = createReadCache(config.readCacheMb, config.readCacheAsideWrites, options.readCacheClock);
   // What the instance's token checks found, for reads to check their token in their own first statement (REST and GraphQL alike).
-  const tokenHints = new TokenHints();
+  const tokenHints = new TokenHints(db);
   const metrics = config.metrics ? createMetrics(db) : null;
   const events = openEventSource({ sql: db.sql, log, outage: db.outage });
   try {

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { ArrayRows, PoolSql, Sql, Transaction } from '../db/sql.js';
+import type { Database } from '../db/database.js';
 import { liveTokenByHashes, liveTokenOfRow, notLive, withLiveToken, type LiveToken } from './authenticate.js';
 
 /**
@@ -19,8 +20,17 @@ import { liveTokenByHashes, liveTokenOfRow, notLive, withLiveToken, type LiveTok
  * (src/http/routes.ts). So a hint can make a read cheaper, never let a revoked token through.
  */
 
-/** What the last checks of tokens found, by the token's keyed hash (no secret: the database holds the same). */
+/** The snapshot asked for with the token (the read cache wanted it). */
+const WANTED = { wantsSnapshot: () => true };
+
+/**
+ * The instance's token checks, for REST and GraphQL alike: a token looked up by itself (lookUp),
+ * and what the last checks of each token found, by its keyed hash (no secret: the database holds
+ * the same), for a read to check it in its own first statement (readsFor).
+ */
 export class TokenHints {
+  constructor(private readonly db: Pick<Database, 'sql' | 'readFloors'>) {}
+
   // ~150 bytes a token (its key, the hint, the LRU's slots) with a short scope, ~650 with one of 255
   // characters: 50,000 tokens in use at once are 7.5 to 33 MB.
   private readonly hints = new LRUCache<string, LiveToken>({ max: 50_000 });
@@ -47,10 +57,22 @@ export class TokenHints {
     return this.hints.get(TokenHints.key(hashes));
   }
 
-  /** The reads of a request with this token, checked in their first statement; null when the token has no hint (it is looked up first). */
-  reads(sql: PoolSql, hashes: Buffer[]): CheckedReads | null {
+  /**
+   * The reads of a request with this token, checked in their first statement; null when it is to
+   * be looked up first (lookUp): it has no hint, or the lookup must read more than the token (the
+   * snapshot the read cache wants, the read floor a replica waits for).
+   */
+  readsFor(hashes: Buffer[] | null, wantsSnapshot: boolean): CheckedReads | null {
+    if (!hashes || wantsSnapshot || this.db.readFloors) return null;
     const hint = this.get(hashes);
-    return hint ? new CheckedReads(sql, hashes, hint, this) : null;
+    return hint ? new CheckedReads(this.db.sql, hashes, hint, this) : null;
+  }
+
+  /** The live token with these hashes, looked up by itself (with the snapshot when it is wanted, and the read floor), its hint kept. */
+  async lookUp(hashes: Buffer[] | null, wantsSnapshot: boolean): Promise<LiveToken | null> {
+    const token = await liveTokenByHashes(this.db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: this.db.readFloors });
+    if (hashes) this.found(hashes, token);
+    return token;
   }
 
   /** What a check found (null: not live, the hint goes). */
@@ -126,7 +148,11 @@ export class CheckedReads implements Sql {
 
   /** Resolves once the check found the token as hinted: what must come before anything but a read (a write). */
   async confirm(): Promise<void> {
-    const token = await this.verified();
+    this.expectHinted(await this.verified());
+  }
+
+  /** A 401 when the check found no live token, StaleTokenHint when it found it changed. */
+  private expectHinted(token: LiveToken | null): void {
     if (!token) throw notLive();
     if (!sameToken(token, this.hint)) throw new StaleTokenHint();
   }
@@ -145,9 +171,7 @@ export class CheckedReads implements Sql {
       ),
     );
     return fused.then((result) => {
-      const token = liveTokenOfRow(result.rows[0]);
-      if (!token) throw notLive();
-      if (!sameToken(token, this.hint)) throw new StaleTokenHint();
+      this.expectHinted(liveTokenOfRow(result.rows[0]));
       return readRows<R>(result);
     });
   }

@@ -9,7 +9,7 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import type { Middleware } from 'koa';
-import { authorizationOf, callerOf, clientOf, liveTokenByHashes, tokenHashes, type Credential } from '../auth/authenticate.js';
+import { authorizationOf, callerOf, clientOf, tokenHashes, type Credential } from '../auth/authenticate.js';
 import { bearerOf } from '../auth/bearer.js';
 import type { CheckedReads, TokenHints } from '../auth/checked-reads.js';
 import type { Caller } from '../auth/caller.js';
@@ -242,9 +242,6 @@ async function presented(ctx: AppContext, db: Database): Promise<Presented> {
   }
 }
 
-/** The snapshot asked for with the token (the read cache wanted it). */
-const WANTED = { wantsSnapshot: () => true };
-
 /**
  * The caller, or null for a request without a credential, which only introspection may be
  * (checked once the gate has read the document). As on REST, a missing or invalid token is a
@@ -253,14 +250,12 @@ const WANTED = { wantsSnapshot: () => true };
  * reads the snapshot a cached answer is served under: a body that arrives after a write must not
  * get an answer from before it), when the read cache is on.
  */
-async function callerFor(ctx: AppContext, { db, introspection, tokenHints }: GraphQLDeps, request: Presented, wantsSnapshot: boolean): Promise<Caller | null> {
+async function callerFor(ctx: AppContext, { introspection, tokenHints }: GraphQLDeps, request: Presented, wantsSnapshot: boolean): Promise<Caller | null> {
   const { header, credential, hashes, headerProblem, bodyProblem } = request;
   let caller: Caller;
   try {
     if (headerProblem) throw headerProblem.err;
-    const token = await liveTokenByHashes(db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: db.readFloors });
-    if (hashes) tokenHints.found(hashes, token);
-    caller = callerOf(token, credential);
+    caller = callerOf(await tokenHints.lookUp(hashes, wantsSnapshot), credential);
   } catch (err) {
     // Only a request with no credential at all may fall back to introspection: a wrong one is
     // a 401 (Sandbox shows it), as the README's table says.
@@ -385,8 +380,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       // first read, unless it needs what the lookup alone reads (the read cache's snapshot, a
       // replica's read floor) or streams its answer as it goes (SSE). Nothing is answered before
       // the check passed; when the token changed, the request runs again.
-      const checked =
-        !stream && request.hashes && !request.bodyProblem && !wantsSnapshot && !db.readFloors ? deps.tokenHints.reads(db.sql, request.hashes) : null;
+      const checked = !stream && !request.bodyProblem ? deps.tokenHints.readsFor(request.hashes, wantsSnapshot) : null;
       if (checked && (await checked.answer(() => serve(ctx, callerOf(checked.hint, request.credential), null, checked), undoFromNow(ctx)))) return;
       await serve(ctx, await callerFor(ctx, deps, request, wantsSnapshot && !checked), stream, null);
     } catch (err) {

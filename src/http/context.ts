@@ -36,9 +36,10 @@ export type RouteContext = RouterContext<AppState>;
  * work whose answer is then not given (src/auth/checked-reads.ts).
  */
 export function undoFromNow(ctx: AppContext): () => void {
-  const before = new Set(Object.keys(ctx.response.headers));
+  // Node's list of names (not Koa's `headers`, a copy of every value): this runs on every hinted read.
+  const before = ctx.res.getHeaderNames();
   return () => {
-    for (const name of Object.keys(ctx.response.headers)) if (!before.has(name)) ctx.remove(name);
+    for (const name of ctx.res.getHeaderNames()) if (!before.includes(name)) ctx.remove(name);
     delete ctx.state.readCache;
   };
 }

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { authorizationOf, callerOf, clientOf, liveTokenByHashes, tokenHashes, type Credential } from '../auth/authenticate.js';
+import { authorizationOf, callerOf, clientOf, tokenHashes, type Credential } from '../auth/authenticate.js';
 import { bearerOf } from '../auth/bearer.js';
 import type { TokenHints } from '../auth/checked-reads.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
@@ -121,9 +121,7 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       wantsSnapshot: boolean,
       bodyProblem: { err: unknown } | null,
     ) => {
-      const token = await liveTokenByHashes(deps.db.sql, hashes, { snapshot: wantsSnapshot ? WANTED : null, floor: deps.db.readFloors });
-      if (hashes) hints.found(hashes, token);
-      ctx.state.caller = callerOf(token, credential);
+      ctx.state.caller = callerOf(await hints.lookUp(hashes, wantsSnapshot), credential);
       if (bodyProblem) throw bodyProblem.err;
       if (route.permission) requirePermission(ctx.state.caller, route.permission);
       await serve(ctx);
@@ -143,10 +141,8 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       const hashes = tokenHashes(deps.db.keyring, bearerOf(header));
       // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
       const wantsSnapshot = reads && store !== null && store.wantsSnapshot();
-      // A read whose token was seen before checks it in its first statement (src/auth/checked-reads.ts),
-      // unless it needs what the lookup alone reads: the snapshot the read cache keys by, or the
-      // read floor a replica waits for.
-      const checked = reads && hashes && !wantsSnapshot && !deps.db.readFloors && !bodyProblem ? hints.reads(deps.db.sql, hashes) : null;
+      // A read whose token was seen before checks it in its first statement (src/auth/checked-reads.ts).
+      const checked = reads && !bodyProblem ? hints.readsFor(hashes, wantsSnapshot) : null;
       if (checked) {
         // Nothing is answered before the check passed (CheckedReads.answer); when the token changed, the route runs again.
         const answered = await checked.answer(async () => {
@@ -164,6 +160,3 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
     router.register(template, [route.method], [pipeline] as never);
   }
 }
-
-/** The snapshot asked for (see wantsSnapshot in the pipeline). */
-const WANTED = { wantsSnapshot: () => true };
