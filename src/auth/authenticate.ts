@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Sql } from '../db/sql.js';
+import type { Sql, WriteGate } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import { headerCount, headerText } from '../shared/headers.js';
 import { bearerOf } from './bearer.js';
@@ -113,17 +113,37 @@ export async function liveTokenByHashes(sql: Sql, hashes: Buffer[] | null, extra
 }
 
 /**
- * A read statement (`select …`) and, in the same statement, the live token with these hashes
- * (`hashes` key(s)): its first three columns are the token's id, user and scope, the fourth is
- * true on a row of the read's; no row at all when the token is not live, one row with the read's
- * columns null when the read found nothing. `?` placeholders: the hashes', then the read's.
+ * A statement's rows beside the live token read from `token` (`v`): its first three columns are
+ * the token's id, user and scope, the fourth is true on a row of the statement's; no row at all
+ * when the token is not live, one row with the statement's columns null when it found nothing.
  *
- * The read is the inner side of a join without a condition, which PostgreSQL can only run as a
- * nested loop over the one token row: its rows come in its own order.
+ * The statement is the inner side of a join without a condition, which PostgreSQL can only run as
+ * a nested loop over the one token row: its rows come in its own order.
+ */
+const besideToken = (token: string, select: string) =>
+  `select v.id, v.user_id, v.scope, r.* from ${token} v left join lateral (select true as "present", s.* from (${select}) s) r on true`;
+
+/**
+ * A read statement (`select …`) and, in the same statement, the live token with these hashes
+ * (`hashes` key(s)), answered as besideToken says. `?` placeholders: the hashes', then the read's.
  */
 export const withLiveToken = (keys: number, read: string) =>
   // limit 1: during a key rotation a value could match two rows (its hash under each key): the read runs once.
-  `select v.id, v.user_id, v.scope, r.* from (${LIVE_TOKEN[keys - 1][0]} limit 1) v left join lateral (select true as "present", s.* from (${read}) s) r on true`;
+  besideToken(`(${LIVE_TOKEN[keys - 1][0]} limit 1)`, read);
+
+/**
+ * A write (src/resource/writes.ts) made conditional on the live token with these hashes (`keys`)
+ * being the one a request was served as (its id, user and scope): in the write's own snapshot, so
+ * that a token revoked or changed before it commits nothing. Answered as withLiveToken's read.
+ * `?` placeholders: the hashes', the token's id, user and scope, then the write's.
+ */
+const TOKEN_GATES: readonly WriteGate[] = [1, 2].map((keys) => ({
+  key: `token${keys}`,
+  ctes: `tok as (${LIVE_TOKEN[keys - 1][0]} limit 1), hinted as (select 1 from tok where tok.id = ?::bigint and tok.user_id = ?::bigint and tok.scope = ?::text)`,
+  condition: 'exists (select 1 from hinted)',
+  answer: (select: string) => besideToken('tok', select),
+}));
+export const liveTokenGate = (keys: number): WriteGate => TOKEN_GATES[keys - 1];
 
 /** The live token of a withLiveToken statement's first row, or null (none: the token is not live). */
 export function liveTokenOfRow(row: readonly unknown[] | undefined): LiveToken | null {

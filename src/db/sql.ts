@@ -24,9 +24,33 @@ export interface SqlFragment {
   params: unknown[];
 }
 
+/**
+ * A write as one statement (src/resource/writes.ts), which a condition can be made part of:
+ * `gated(gate)` is its text with its first step (the row it reads or locks, the row it inserts)
+ * requiring `gate.condition`, the gate's CTEs first (their parameters before the statement's) and
+ * its answer `gate.answer` of its own. How a request's token check rides in its write
+ * (src/auth/checked-sql.ts).
+ */
+export interface Statement {
+  text: string;
+  params: unknown[];
+  /** Absent for a statement that cannot take a gate. */
+  gated?: (gate: WriteGate) => string;
+}
+
+export interface WriteGate {
+  /** Tells the gated texts kept apart: a text is made once per statement shape and gate. */
+  key: string;
+  ctes: string;
+  condition: string;
+  answer(select: string): string;
+}
+
 export interface Sql {
   /** The rows a statement returns (`?` placeholders, values bound in order). */
   rows<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  /** A write's rows; `rows` of its text unless this Sql makes it carry a check (src/auth/checked-sql.ts). */
+  write?<R = Record<string, unknown>>(statement: Statement): Promise<R[]>;
   /**
    * Runs `work` in a transaction: on the pool a new one (committed when `work` resolves, rolled
    * back when it throws, run again from the start when PostgreSQL aborts it as a deadlock's
@@ -34,6 +58,10 @@ export interface Sql {
    */
   transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
 }
+
+/** Runs a write statement on `sql` (its `write`, when it has one). */
+export const runWrite = <R = Record<string, unknown>>(sql: Sql, statement: Statement): Promise<R[]> =>
+  sql.write ? sql.write<R>(statement) : sql.rows<R>(statement.text, statement.params);
 
 /** One open transaction: its statements run on its connection, in order. */
 export interface Transaction extends Sql {

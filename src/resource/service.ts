@@ -1,6 +1,6 @@
 import { requirePermission, type Caller } from '../auth/caller.js';
 import type { AuditAction } from './audit.js';
-import { isServerError, type Sql, type Transaction } from '../db/sql.js';
+import { isServerError, runWrite, type Sql, type Transaction } from '../db/sql.js';
 import { idArray } from '../db/wire.js';
 import { AppError } from '../errors.js';
 import { compileKeyset, connectionOf, sortColumns, type CompiledKeyset, type Connection, type ConnectionInput } from '../list/keyset.js';
@@ -183,7 +183,7 @@ function recordCore<R extends Resource>(definition: R, hooks: RecordHooks<R>, de
   /** Runs a statement of a write; a unique or foreign-key violation becomes the resource's 409 or a 400. */
   async function writeRows(sql: Sql, statement: Statement, values: Values): Promise<Row[]> {
     try {
-      return await sql.rows<Row>(statement.text, statement.params);
+      return await runWrite<Row>(sql, statement);
     } catch (err) {
       if (isServerError(err) && err.code === '23505') throw hooks.conflict(values);
       if (isServerError(err) && err.code === '23503') throw AppError.badRequest(`the ${resource.label} refers to a record that does not exist`);
@@ -408,7 +408,7 @@ function recordWrites<R extends Resource>(core: Core<R>) {
     async destroy(caller: Caller, sql: Sql, id: number, action: AuditAction = 'delete'): Promise<void> {
       requirePermission(caller, permissions.destroy);
       const statement = deleteStatement(resource, id, action, context(caller));
-      const run = (runner: Sql) => runner.rows(statement.text, statement.params);
+      const run = (runner: Sql) => runWrite(runner, statement);
       const guard = hooks.cascadeGuard;
       // What depends on the record is soft-deleted by the statement after the record is locked by
       // one of its own: a statement sees the rows committed when it began, and a dependent row (a
@@ -456,7 +456,7 @@ function recordWrites<R extends Resource>(core: Core<R>) {
     async applyId(caller: Caller, sql: Sql): Promise<number> {
       requirePermission(caller, permissions.applyId);
       const statement = applyStatement(resource, context(caller));
-      const [row] = await sql.rows<{ id: number }>(statement.text, statement.params);
+      const [row] = await runWrite<{ id: number }>(sql, statement);
       return row.id;
     },
   };

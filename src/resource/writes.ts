@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/caller.js';
+import type { Statement, WriteGate } from '../db/sql.js';
 import type { AuditAction } from './audit.js';
 import { redactedInAudit, type Field } from './field.js';
 import { columnSql, type Cascade, type Resource } from './resource.js';
@@ -13,11 +14,27 @@ import { columnSql, type Cascade, type Resource } from './resource.js';
  *
  * Texts use `?` placeholders (src/db/sql.ts numbers them); every value is cast to its column's
  * type, so that PostgreSQL never has to guess a parameter's type.
+ *
+ * Each write can also be made conditional on a gate (`Statement.gated`): the request's token check
+ * rides in it (src/auth/checked-sql.ts).
  */
-export interface Statement {
-  text: string;
-  params: unknown[];
+export type { Statement };
+/** A statement's text from its CTEs (in order) and its final select, gated or not. */
+function withText(ctes: readonly string[], select: string, gate: WriteGate | null): string {
+  return gate ? `with ${gate.ctes}, ${ctes.join(', ')} ${gate.answer(select)}` : `with ${ctes.join(', ')} ${select}`;
 }
+
+/** A statement of `text` (with no gate: `text`), its plain text made only when it is asked for (a checked write sends the gated one alone). */
+const statementOf = (text: (gate: WriteGate | null) => string, params: unknown[]): Statement => ({
+  get text() {
+    return text(null);
+  },
+  params,
+  gated: text,
+});
+
+/** ` and <the gate's condition>`, or nothing. */
+const andGate = (gate: WriteGate | null) => (gate ? ` and ${gate.condition}` : '');
 
 /** The audit columns every write fills. */
 const AUDIT_INSERT = 'insert into audit_events (actor_token_id, actor_user_id, request_id, action, resource, record_id, changes)';
@@ -136,21 +153,27 @@ export function insertStatement(
   const columns = [...columnValues(named, values, context.encode ?? plainColumns), ...(context.extra ?? [])];
   const params: unknown[] = [];
   const claim = context.claimId !== undefined;
-  let text = '';
-  if (claim) {
-    text += `with c as (delete from id_reservations where resource = '${resource.name}' and id = ?::bigint returning id), `;
-    params.push(context.claimId);
-  } else text += 'with ';
-  const names = columns.map((c) => c.column);
-  const placeholders = columns.map((c) => `?::${c.type}`);
+  if (claim) params.push(context.claimId);
   params.push(...columns.map((c) => c.value));
-  text += claim
-    ? `n as (insert into ${resource.table} (id, ${names.join(', ')}) select c.id, ${placeholders.join(', ')} from c returning *)`
-    : `n as (insert into ${resource.table} (${names.join(', ')}) values (${placeholders.join(', ')}) returning *)`;
-  text += `, a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`;
-  text += ` select ${context.answer ?? resource.columns} from n t`;
   params.push(...actor(context.caller));
-  return { text, params };
+  const names = columns.map((c) => c.column).join(', ');
+  const placeholders = columns.map((c) => `?::${c.type}`).join(', ');
+  const answer = context.answer ?? resource.columns;
+  const text = (gate: WriteGate | null) => {
+    const ctes = claim
+      ? [
+          `c as (delete from id_reservations where resource = '${resource.name}' and id = ?::bigint${andGate(gate)} returning id)`,
+          `n as (insert into ${resource.table} (id, ${names}) select c.id, ${placeholders} from c returning *)`,
+        ]
+      : [
+          gate
+            ? `n as (insert into ${resource.table} (${names}) select ${placeholders} where ${gate.condition} returning *)`
+            : `n as (insert into ${resource.table} (${names}) values (${placeholders}) returning *)`,
+        ];
+    ctes.push(`a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`);
+    return withText(ctes, `select ${answer} from n t`, gate);
+  };
+  return statementOf(text, params);
 }
 
 /**
@@ -185,7 +208,9 @@ export function updateStatement(resource: Resource, id: number, values: Record<s
   // named); every value is a parameter.
   const answer = context.answer ?? resource.columns;
   const shape = `${optimistic ? 'o' : 'l'} ${action} ${written.map((c) => `${c.column}:${c.type}`).join(',')} ${named.map(([name]) => name).join(',')} ${answer === resource.columns ? '*' : answer}`;
-  return { text: shapedText(resource, shape, () => updateText(resource, written, compared, named, action, answer, optimistic)), params };
+  const text = (gate: WriteGate | null) =>
+    shapedText(resource, gate ? `${gate.key} ${shape}` : shape, () => updateText(resource, written, compared, named, action, answer, optimistic, gate));
+  return statementOf(text, params);
 }
 
 function updateText(
@@ -196,27 +221,34 @@ function updateText(
   action: AuditAction,
   answer: string,
   optimistic: boolean,
+  gate: WriteGate | null,
 ): string {
   const set = written.map((c) => `${c.column} = ?::${c.type}`);
   const differs = compared.map((c) => `t.${c.column} is distinct from ?::${c.type}`);
-  const audit = `, a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(named, 'o', 'n')} from n join o on o.id = n.id)`;
+  const audit = `a as (${AUDIT_INSERT} select ${auditRow(action, resource.name)}, n.id, ${changesSql(named, 'o', 'n')} from n join o on o.id = n.id)`;
   if (optimistic) {
-    return (
-      `with o as (select t.*, t.ctid as write_version, t.xmin as write_xmin, (${differs.join(' or ') || 'false'}) as write_changes from ${resource.table} t where t.id = ?::bigint and t.deleted_at is null)` +
-      // The ctid finds the row (a TID scan); its xmin and deleted_at are also compared as filters,
-      // which PostgreSQL rechecks on the newest version in every release (a TID scan's own
-      // condition is rechecked only since the 2025 minor releases).
-      `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and t.ctid = o.write_version and t.xmin = o.write_xmin and t.deleted_at is null and o.write_changes returning t.*)` +
-      audit +
+    return withText(
+      [
+        `o as (select t.*, t.ctid as write_version, t.xmin as write_xmin, (${differs.join(' or ') || 'false'}) as write_changes from ${resource.table} t where t.id = ?::bigint and t.deleted_at is null${andGate(gate)})`,
+        // The ctid finds the row (a TID scan); its xmin and deleted_at are also compared as filters,
+        // which PostgreSQL rechecks on the newest version in every release (a TID scan's own
+        // condition is rechecked only since the 2025 minor releases).
+        `n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and t.ctid = o.write_version and t.xmin = o.write_xmin and t.deleted_at is null and o.write_changes returning t.*)`,
+        audit,
+      ],
       // Not written although it differed: another write changed the row first.
-      ` select ${answer}, false as "writeRaced" from n t union all select ${answer}, t.write_changes as "writeRaced" from o t where not exists (select 1 from n)`
+      `select ${answer}, false as "writeRaced" from n t union all select ${answer}, t.write_changes as "writeRaced" from o t where not exists (select 1 from n)`,
+      gate,
     );
   }
-  return (
-    `with o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null for no key update)` +
-    `, n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)` +
-    audit +
-    ` select ${answer} from (select * from n union all select * from o where not exists (select 1 from n)) t`
+  return withText(
+    [
+      `o as (select * from ${resource.table} where id = ?::bigint and deleted_at is null${andGate(gate)} for no key update)`,
+      `n as (update ${resource.table} t set ${[...set, ...touched(resource)].join(', ')} from o where t.id = o.id and (${differs.join(' or ') || 'false'}) returning t.*)`,
+      audit,
+    ],
+    `select ${answer} from (select * from n union all select * from o where not exists (select 1 from n)) t`,
+    gate,
   );
 }
 
@@ -277,14 +309,7 @@ function cascadeEventSql(dependent: Cascade, alias: string): { record: string; c
  */
 export function deleteStatement(resource: Resource, id: number, action: AuditAction, context: WriteContext): Statement {
   const params: unknown[] = [id];
-  let text = `with o as (select id from ${resource.table} where id = ?::bigint and deleted_at is null for update)`;
-  text += `, n as (update ${resource.table} t set deleted_at = now(), updated_at = now() from o where t.id = o.id returning t.id, t.deleted_at)`;
   const cascade = resource.cascade ?? [];
-  cascade.forEach((dependent, i) => {
-    const { event } = dependent;
-    const returned = event.action === 'delete' ? 'd.id, d.deleted_at' : `${columnSql('d', event.userColumn)}, ${columnSql('d', event.linked.column)}`;
-    text += `, c${i} as (update ${dependent.table} d set deleted_at = now(), updated_at = now() where d.${dependent.column} in (select id from n) and d.deleted_at is null returning ${returned})`;
-  });
   const deletedAt = resource.fields.deletedAt as Field;
   const changes = `jsonb_build_object('deletedAt', jsonb_build_object('before', null, 'after', ${auditValue(deletedAt, 'n')}))`;
   // The record's own event first, then its dependents', table by table in the cascade's order:
@@ -297,9 +322,22 @@ export function deleteStatement(resource: Resource, id: number, action: AuditAct
     events.push(`(select ${auditRow(dependent.event.action, dependent.event.resource)}, ${record}, ${taken} from c${i} order by ${order})`);
     params.push(...actor(context.caller));
   });
-  text += `, a as (${AUDIT_INSERT} ${events.join(' union all ')})`;
-  text += ' select n.id from n';
-  return { text, params };
+  const text = (gate: WriteGate | null) => {
+    const ctes = [
+      `o as (select id from ${resource.table} where id = ?::bigint and deleted_at is null${andGate(gate)} for update)`,
+      `n as (update ${resource.table} t set deleted_at = now(), updated_at = now() from o where t.id = o.id returning t.id, t.deleted_at)`,
+    ];
+    cascade.forEach((dependent, i) => {
+      const { event } = dependent;
+      const returned = event.action === 'delete' ? 'd.id, d.deleted_at' : `${columnSql('d', event.userColumn)}, ${columnSql('d', event.linked.column)}`;
+      ctes.push(
+        `c${i} as (update ${dependent.table} d set deleted_at = now(), updated_at = now() where d.${dependent.column} in (select id from n) and d.deleted_at is null returning ${returned})`,
+      );
+    });
+    ctes.push(`a as (${AUDIT_INSERT} ${events.join(' union all ')})`);
+    return withText(ctes, 'select n.id from n', gate);
+  };
+  return statementOf(text, params);
 }
 
 /**
@@ -322,11 +360,19 @@ export function restoreStatement(resource: Resource, id: number, context: WriteC
 
 /** Reserves the next id of the resource's sequence (a later create or PUT on it makes the record). */
 export function applyStatement(resource: Resource, context: WriteContext): Statement {
-  const text =
-    `with r as (insert into id_reservations (resource, id) values ('${resource.name}', nextval(pg_get_serial_sequence('${resource.table}', 'id'))) returning id)` +
-    `, a as (${AUDIT_INSERT} select ${auditRow('apply', resource.name)}, r.id, '{}'::jsonb from r)` +
-    ' select r.id from r';
-  return { text, params: actor(context.caller) };
+  const next = `'${resource.name}', nextval(pg_get_serial_sequence('${resource.table}', 'id'))`;
+  const text = (gate: WriteGate | null) =>
+    withText(
+      [
+        gate
+          ? `r as (insert into id_reservations (resource, id) select ${next} where ${gate.condition} returning id)`
+          : `r as (insert into id_reservations (resource, id) values (${next}) returning id)`,
+        `a as (${AUDIT_INSERT} select ${auditRow('apply', resource.name)}, r.id, '{}'::jsonb from r)`,
+      ],
+      'select r.id from r',
+      gate,
+    );
+  return statementOf(text, actor(context.caller));
 }
 
 /** One audit event per given record, outside a resource's own statements (links, bulk revokes). */

@@ -1,12 +1,13 @@
 import { jest } from '@jest/globals';
 import { printSchema } from 'graphql';
 import { AppError } from '../../src/errors.js';
+import { liveTokenGate } from '../../src/auth/authenticate.js';
 import { compileList } from '../../src/list/list.js';
 import { entitySchemaOf } from '../../src/resource/entity.js';
 import { field } from '../../src/resource/field.js';
 import { parseAttrs, parseId, parseWrite } from '../../src/resource/input.js';
 import { defineResource } from '../../src/resource/resource.js';
-import { updateStatement } from '../../src/resource/writes.js';
+import { applyStatement, deleteStatement, insertStatement, updateStatement } from '../../src/resource/writes.js';
 import * as realUsers from '../../src/users/user.resource.js';
 import { fieldsOf, writableOf } from '../support/contracts.js';
 import { refusal } from '../support/refusal.js';
@@ -65,7 +66,8 @@ describe('a write statement', () => {
     expect(both.text).not.toBe(ada.text);
     // The body's order does not make another statement: the resource's order is the text's.
     const reversed = updateStatement(users, 1, { lastName: 'Lovelace', firstName: 'Ada' }, 'patch', { caller });
-    expect(reversed).toEqual(both);
+    expect([reversed.text, reversed.params]).toEqual([both.text, both.params]);
+    expect(reversed.gated!(liveTokenGate(1))).toBe(both.gated!(liveTokenGate(1)));
     expect(both.text).toContain('last_name = ?::text');
     expect(both.params).toEqual([1, 'Ada', 'Lovelace', 'Ada', 'Lovelace', 7, 3, 'r-1']);
     // The action is part of the shape (it is written into the audit row).
@@ -74,6 +76,34 @@ describe('a write statement', () => {
     const sealed = updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller, alsoSet: [{ column: 'remember_token', type: 'text', value: 'x' }] });
     expect(sealed.text).toContain('remember_token = ?::text');
     expect(sealed.params).toEqual([1, 'Ada', 'x', 'Ada', 7, 3, 'r-1']);
+  });
+});
+
+describe('a write statement with a gate (the token check it carries: src/auth/checked-sql.ts)', () => {
+  const caller = { tokenId: 7, userId: 3, scopes: new Set(['*']), client: '', requestId: 'r-1' };
+  const statements = {
+    create: insertStatement(users, { firstName: 'Ada', lastName: 'Lovelace' }, { caller }),
+    'create on a reserved id': insertStatement(users, { firstName: 'Ada', lastName: 'Lovelace' }, { caller, claimId: 12 }),
+    patch: updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller }),
+    'patch, optimistic': updateStatement(users, 1, { firstName: 'Ada' }, 'patch', { caller, optimistic: true }),
+    'delete with its cascade': deleteStatement(users, 1, 'delete', { caller }),
+    'apply id': applyStatement(users, { caller }),
+  };
+
+  test.each(Object.entries(statements))('%s: the gate first, its parameters before the statement’s, and the write’s first step requires it', (_, statement) => {
+    for (const keys of [1, 2]) {
+      const gate = liveTokenGate(keys);
+      const text = statement.gated!(gate);
+      expect(text.startsWith(`with ${gate.ctes}, `)).toBe(true);
+      // The hashes (one per key), the token's id, user and scope, then the statement's own.
+      expect(text.match(/\?/g)).toHaveLength(keys + 3 + statement.params.length);
+      // Its first step (the row it reads or locks, the reservation it claims, the row it inserts) is the gated one.
+      const firstStep = text.slice(`with ${gate.ctes}, `.length).split(' as (')[1];
+      expect(firstStep).toContain(gate.condition);
+      expect(text.split(gate.condition)).toHaveLength(2);
+      // Without a gate, the plain text.
+      expect(statement.text).not.toContain('hinted');
+    }
   });
 });
 
