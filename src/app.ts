@@ -1,4 +1,4 @@
-import type { TokenHints } from './auth/checked-reads.js';
+import type { TokenHints } from './auth/checked-sql.js';
 import type { RequestListener } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import type { Config } from './config.js';
@@ -34,7 +34,7 @@ export interface AppDeps {
   graphql: Pick<GraphQLEndpoint, 'middleware'>;
   /** Answers of cacheable reads (src/read-cache/), shared with GraphQL; null: off. */
   readCache: ReadCache | null;
-  /** What the instance's token checks found (src/auth/checked-reads.ts), shared with GraphQL. */
+  /** What the instance's token checks found (src/auth/checked-sql.ts), shared with GraphQL. */
   tokenHints: TokenHints;
   /** Whether the service is stopping (draining: /readyz answers 503 while requests are still served). */
   stopping?: () => boolean;

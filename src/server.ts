@@ -1,4 +1,4 @@
-import { TokenHints } from './auth/checked-reads.js';
+import { TokenHints } from './auth/checked-sql.js';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.js';

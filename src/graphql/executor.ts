@@ -123,7 +123,7 @@ class RolledBack extends Error {
 }
 
 /** Whether the root fields of an operation are several (a mutation of one field is atomic on its own). */
-const severalRootFields = (operation: OperationDefinitionNode) => {
+export const severalRootFields = (operation: OperationDefinitionNode) => {
   const [first, ...more] = operation.selectionSet.selections;
   return more.length > 0 || first?.kind !== Kind.FIELD;
 };

@@ -1,4 +1,4 @@
-import { StaleTokenHint } from '../auth/checked-reads.js';
+import { StaleTokenHint } from '../auth/checked-sql.js';
 import type { ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import type { PersistedQueryOptions } from '@apollo/server';
@@ -334,7 +334,7 @@ export class Gate {
     for (const error of errors) {
       if (!isInternal(error)) continue;
       const original = unwrapResolverError(error);
-      // Not a failure: the request runs again with its token looked up afresh (src/auth/checked-reads.ts).
+      // Not a failure: the request runs again with its token looked up afresh (src/auth/checked-sql.ts).
       if (original instanceof StaleTokenHint) continue;
       const code = (original as { code?: unknown })?.code;
       this.log.error('graphql operation failed', {

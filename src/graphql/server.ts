@@ -11,7 +11,7 @@ import {
 import type { Middleware } from 'koa';
 import { authorizationOf, callerOf, clientOf, tokenHashes, type Credential } from '../auth/authenticate.js';
 import { bearerOf } from '../auth/bearer.js';
-import type { CheckedReads, TokenHints } from '../auth/checked-reads.js';
+import type { CheckedSql, TokenHints } from '../auth/checked-sql.js';
 import type { Caller } from '../auth/caller.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
@@ -23,7 +23,7 @@ import type { ReadCache } from '../read-cache/store.js';
 import { GraphQLReadCache } from './cached-read.js';
 import { Loaders, type GraphQLContext, type ServiceContainer as Services } from './context.js';
 import { formatError, httpErrorBody } from './errors.js';
-import { executionPlugin, executorGateway, type ExecutorDeps } from './executor.js';
+import { executionPlugin, executorGateway, severalRootFields, type ExecutorDeps } from './executor.js';
 import { sandboxWithFallback } from './explorer.js';
 import type { Admitted, Gate, OperationRequest, Refused, Transport, Verdict } from './gate.js';
 import { GRAPHQL_LIMITS } from './limits.js';
@@ -146,7 +146,7 @@ interface GraphQLDeps {
   gate: Gate;
   /** Answers of cacheable reads (src/read-cache/), shared with REST; null: off. */
   readCache: ReadCache | null;
-  /** What the instance's token checks found (src/auth/checked-reads.ts), shared with REST. */
+  /** What the instance's token checks found (src/auth/checked-sql.ts), shared with REST. */
   tokenHints: TokenHints;
   /** Subscriptions over Server-Sent Events (src/realtime/sse.ts). */
   sse?: SseEndpoint;
@@ -290,7 +290,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
     request: OperationRequest | null,
     caller: Caller | null,
     admitted: Admitted | null,
-    checked: CheckedReads | null,
+    checked: CheckedSql | null,
   ): Promise<void> {
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(ctx.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
@@ -308,10 +308,12 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       body: ctx.method === 'POST' ? (byId ?? ctx.request.body) : undefined,
     };
     const context = async (): Promise<GraphQLContext> => {
-      // A query runs on `reads` (src/graphql/executor.ts): checked reads carry the token's check in their first statement.
+      // A query runs on `reads`, a mutation on `sql` (src/graphql/executor.ts): checked, they carry the token's check in their first statement.
       const reads = checked ?? (caller ? db.readerFor(caller) : db.sql);
-      const loaders = new Loaders(services, caller, db.sql);
-      return { caller, requestId: ctx.state.requestId, services, sql: db.sql, reads, loaders, http: ctx.state, ...(admitted ? { admitted } : {}) };
+      const sql = checked ?? db.sql;
+      // The loaders too: an operation whose first statement is a loader's carries the check in it.
+      const loaders = new Loaders(services, caller, checked ?? db.sql);
+      return { caller, requestId: ctx.state.requestId, services, sql, reads, loaders, http: ctx.state, ...(admitted ? { admitted } : {}) };
     };
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context });
     ctx.body = response.body.kind === 'complete' ? response.body.string : Readable.from(response.body.asyncIterator);
@@ -332,7 +334,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
   const refuse = (ctx: AppContext, verdict: Refused) => answerErrors(ctx, 400, { errors: gate.format(verdict.errors, ctx.state.requestId) });
 
   /** A request once its caller is known (or provisional, with `checked`): the gate's verdict, then the answer. */
-  async function serve(ctx: AppContext, caller: Caller | null, stream: SseEndpoint | null, checked: CheckedReads | null): Promise<void> {
+  async function serve(ctx: AppContext, caller: Caller | null, stream: SseEndpoint | null, checked: CheckedSql | null): Promise<void> {
     const request = operationRequestOf(ctx);
     const transport: Transport = stream ? 'sse' : ctx.method === 'POST' ? 'post' : 'get';
     const verdict = verdictOf(ctx, request, caller, transport);
@@ -352,8 +354,13 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
     }
     if (verdict?.kind === 'refused') return refuse(ctx, verdict);
     const admitted = verdict?.kind === 'admitted' ? verdict : null;
-    // Only a query runs before its token's check has come back: anything else may write.
-    if (checked && admitted?.operation.operation !== 'query') await checked.confirm();
+    // A query, and a mutation of one root field, carry the token's check in their first statement
+    // (a mutation's write commits only if the token is as hinted); anything else runs after it.
+    if (checked) {
+      const operation = admitted?.operation;
+      if (operation?.operation === 'mutation' && !severalRootFields(operation)) checked.mayWrite();
+      else if (operation?.operation !== 'query') await checked.confirm();
+    }
     const raw = ctx.method === 'POST' ? (ctx.request as { rawBody?: string }).rawBody : ctx.querystring;
     const cacheKey = answers?.keyOf(ctx, caller, admitted, raw) ?? null;
     if (cacheKey && answers!.serve(ctx, caller!, cacheKey)) return;
@@ -377,10 +384,10 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
       const wantsSnapshot = deps.readCache !== null && deps.readCache.wantsSnapshot();
       // As on REST (src/http/routes.ts): a request whose token was seen before checks it in its
-      // first read, unless it needs what the lookup alone reads (the read cache's snapshot, a
+      // first statement, unless it needs what the lookup alone reads (the read cache's snapshot, a
       // replica's read floor) or streams its answer as it goes (SSE). Nothing is answered before
       // the check passed; when the token changed, the request runs again.
-      const checked = !stream && !request.bodyProblem ? deps.tokenHints.readsFor(request.hashes, wantsSnapshot) : null;
+      const checked = !stream && !request.bodyProblem ? deps.tokenHints.checkedFor(request.hashes, wantsSnapshot) : null;
       if (checked && (await checked.answer(() => serve(ctx, callerOf(checked.hint, request.credential), null, checked), undoFromNow(ctx)))) return;
       await serve(ctx, await callerFor(ctx, deps, request, wantsSnapshot && !checked), stream, null);
     } catch (err) {

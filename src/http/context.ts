@@ -33,7 +33,7 @@ export type RouteContext = RouterContext<AppState>;
 
 /**
  * Takes back the headers set on the answer from now on (and what the read cache noted of it): for
- * work whose answer is then not given (src/auth/checked-reads.ts).
+ * work whose answer is then not given (src/auth/checked-sql.ts).
  */
 export function undoFromNow(ctx: AppContext): () => void {
   // Node's list of names (not Koa's `headers`, a copy of every value): this runs on every hinted read.

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { authorizationOf, callerOf, clientOf, tokenHashes, type Credential } from '../auth/authenticate.js';
 import { bearerOf } from '../auth/bearer.js';
-import type { TokenHints } from '../auth/checked-reads.js';
+import type { TokenHints } from '../auth/checked-sql.js';
 import { requirePermission, type Caller, type Permission } from '../auth/caller.js';
 import type { Sql } from '../db/sql.js';
 import type { Database } from '../db/database.js';
@@ -20,9 +20,9 @@ import type { Schema } from './openapi-schemas.js';
  * 2. the body read in full (JSON, or forms where `body: 'form'`), its problems kept for step 4, so
  *    that the token is looked up only once the whole request has arrived;
  * 3. the bearer token checked (401), which for a cacheable route also reads the snapshot the read
- *    cache keys answers by; a read whose token this instance has seen checks it in its first
- *    statement instead, and is answered only once that check found the token as it was seen
- *    (src/auth/checked-reads.ts);
+ *    cache keys answers by; a request whose token this instance has seen checks it in its first
+ *    statement instead (a write only commits if the token is live and as it was seen), and is
+ *    answered only once that check found the token as it was seen (src/auth/checked-sql.ts);
  * 4. the body's problems (413, 415, 400);
  * 5. the permission the route declares (403), before its input is parsed (so 403 wins over 400);
  * 6. the read cache, for routes declared `cacheable`;
@@ -89,7 +89,7 @@ export interface RouteSpec {
 export interface RouteDeps {
   db: Pick<Database, 'sql' | 'keyring' | 'readerFor' | 'readFloors'>;
   readCache: ReadCache | null;
-  /** What the instance's token checks found (src/auth/checked-reads.ts). */
+  /** What the instance's token checks found (src/auth/checked-sql.ts). */
   tokenHints: TokenHints;
 }
 
@@ -141,10 +141,11 @@ export function mountRoutes(routes: readonly RouteSpec[], deps: RouteDeps, prefi
       const hashes = tokenHashes(deps.db.keyring, bearerOf(header));
       // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
       const wantsSnapshot = reads && store !== null && store.wantsSnapshot();
-      // A read whose token was seen before checks it in its first statement (src/auth/checked-reads.ts).
-      const checked = reads && !bodyProblem ? hints.readsFor(hashes, wantsSnapshot) : null;
+      // A request whose token was seen before checks it in its first statement (src/auth/checked-sql.ts).
+      const checked = bodyProblem ? null : hints.checkedFor(hashes, wantsSnapshot);
       if (checked) {
-        // Nothing is answered before the check passed (CheckedReads.answer); when the token changed, the route runs again.
+        if (!reads) checked.mayWrite();
+        // Nothing is answered before the check passed (CheckedSql.answer); when the token changed, the route runs again, nothing written.
         const answered = await checked.answer(async () => {
           ctx.state.caller = callerOf(checked.hint, credential);
           if (route.permission) requirePermission(ctx.state.caller, route.permission);

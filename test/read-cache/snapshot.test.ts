@@ -189,12 +189,12 @@ test('READ_CACHE_MB=0 turns the cache off', async () => {
     await off.graphql(query);
     off.queries.length = 0;
     await off.graphql(query);
-    // Run again, not served: its read of users (which carries the token check: src/auth/checked-reads.ts).
+    // Run again, not served: its read of users (which carries the token check: src/auth/checked-sql.ts).
     expect(off.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*from users/)]);
     await off.request('GET', '/user/1');
     off.queries.length = 0;
     await off.request('GET', '/user/1');
-    // The read itself ran (its token checked in the same statement: src/auth/checked-reads.ts).
+    // The read itself ran (its token checked in the same statement: src/auth/checked-sql.ts).
     expect(off.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*from users/)]);
   } finally {
     await off.stop();

@@ -409,8 +409,10 @@ describe('what a write reads back', () => {
   /** The columns the write statement of the last request answered (its final select). */
   const answered = () => {
     const write = svc.queries.find((text) => text.includes('insert into audit_events'))!;
-    // An update's list ends with the flag that it lost a race (src/resource/writes.ts).
-    return write.split(') select ').at(-1)!.split(' from ')[0].replace(', false as "writeRaced"', '');
+    // The select of the written row `n` (beside the token when the write carries its check:
+    // src/auth/checked-sql.ts); an update's list ends with the flag that it lost a race (src/resource/writes.ts).
+    const end = Math.max(write.lastIndexOf(' from n t'), write.lastIndexOf(' from (select * from n union all'));
+    return write.slice(write.lastIndexOf('select ', end) + 'select '.length, end).replace(', false as "writeRaced"', '');
   };
 
   test('the bare answer (1, or the new id) reads back only the id; Prefer: return=representation reads the whole record', async () => {

@@ -1,23 +1,25 @@
 import { LRUCache } from 'lru-cache';
-import type { ArrayRows, PoolSql, Sql, Transaction } from '../db/sql.js';
+import type { ArrayRows, PoolSql, Sql, Statement, Transaction } from '../db/sql.js';
 import type { Database } from '../db/database.js';
-import { liveTokenByHashes, liveTokenOfRow, notLive, withLiveToken, type LiveToken } from './authenticate.js';
+import { liveTokenByHashes, liveTokenGate, liveTokenOfRow, notLive, withLiveToken, type LiveToken } from './authenticate.js';
 
 /**
- * A read's token check in its first statement: one round trip fewer for every REST read.
+ * A request's token check in its first statement: one round trip fewer for every request.
  *
  * Every request's bearer token is checked against the database (SPEC §2: a revoked token is
- * refused at the next request, on every instance). A read used to send that check and then its
- * own statements: two round trips for a record by id, and the first was ~40 % of the request's
- * cost (docs/benchmarks.md). Here the check rides in the read's first statement (withLiveToken),
- * so it sees the very snapshot the read sees, and nothing is answered that it did not pass.
+ * refused at the next request, on every instance). A request used to send that check and then its
+ * own statements: two round trips for a record by id or a PATCH, and the first was ~40 % of a
+ * read's cost (docs/benchmarks.md). Here the check rides in the request's first statement, so it
+ * sees the very snapshot that statement sees: a read is answered beside the token (withLiveToken),
+ * a write runs only if the token is live and as the request was served (liveTokenGate).
  *
- * To run the read before the check's answer, the request needs its caller (the permission is
- * checked first, and a service may shape its statement by the caller): TokenHints keeps what the
- * last check of each token found, as a hint. A hint grants nothing: the read is answered only once
- * its statement found that token live and the same (id, user, scope); when it is not live the
- * answer is a 401, and when it changed, the request runs again with the token looked up afresh
- * (src/http/routes.ts). So a hint can make a read cheaper, never let a revoked token through.
+ * To run that statement before the check's answer, the request needs its caller (the permission is
+ * checked first, and a service shapes its statement by the caller): TokenHints keeps what the last
+ * check of each token found, as a hint. A hint grants nothing: a read is answered, a write commits,
+ * only where its statement found that token live and the same (id, user, scope); when it is not
+ * live the answer is a 401, and when it changed, the request runs again with the token looked up
+ * afresh (src/http/routes.ts), having changed nothing. So a hint can make a request cheaper,
+ * never let a revoked token through.
  */
 
 /** The snapshot asked for with the token (the read cache wanted it). */
@@ -26,7 +28,7 @@ const WANTED = { wantsSnapshot: () => true };
 /**
  * The instance's token checks, for REST and GraphQL alike: a token looked up by itself (lookUp),
  * and what the last checks of each token found, by its keyed hash (no secret: the database holds
- * the same), for a read to check it in its own first statement (readsFor).
+ * the same), for a request to check it in its own first statement (checkedFor).
  */
 export class TokenHints {
   constructor(private readonly db: Pick<Database, 'sql' | 'readFloors'>) {}
@@ -58,14 +60,14 @@ export class TokenHints {
   }
 
   /**
-   * The reads of a request with this token, checked in their first statement; null when it is to
-   * be looked up first (lookUp): it has no hint, or the lookup must read more than the token (the
+   * The statements of a request with this token, checked in their first; null when it is to be
+   * looked up first (lookUp): it has no hint, or the lookup must read more than the token (the
    * snapshot the read cache wants, the read floor a replica waits for).
    */
-  readsFor(hashes: Buffer[] | null, wantsSnapshot: boolean): CheckedReads | null {
+  checkedFor(hashes: Buffer[] | null, wantsSnapshot: boolean): CheckedSql | null {
     if (!hashes || wantsSnapshot || this.db.readFloors) return null;
     const hint = this.get(hashes);
-    return hint ? new CheckedReads(this.db.sql, hashes, hint, this) : null;
+    return hint ? new CheckedSql(this.db.sql, hashes, hint, this) : null;
   }
 
   /** The live token with these hashes, looked up by itself (with the snapshot when it is wanted, and the read floor), its hint kept. */
@@ -92,12 +94,12 @@ export const sameToken = (a: LiveToken, b: LiveToken) => a.tokenId === b.tokenId
 /** Statements that may carry the check: plain reads (a data-modifying `with` must stay at the top level). */
 const CHECKABLE = /^\s*select\s/i;
 
-/** The read's own rows of a withLiveToken statement (its first four columns are the check's). */
+/** The statement's own rows beside the token (withLiveToken: its first four columns are the check's). */
 function readRows<R>(result: ArrayRows): R[] {
   const names = result.names;
   const rows: R[] = [];
   for (const values of result.rows) {
-    if (values[3] !== true) continue; // the read found nothing: the token's row alone
+    if (values[3] !== true) continue; // the statement found nothing: the token's row alone
     const row: Record<string, unknown> = {};
     for (let i = 4; i < names.length; i++) row[names[i]] = values[i];
     rows.push(row as R);
@@ -106,11 +108,19 @@ function readRows<R>(result: ArrayRows): R[] {
 }
 
 /**
- * The reads of one request whose token is checked by its first statement (see above). `verified()`
- * is what the check found, once it ran: the pipeline answers only when that is the hint.
+ * The statements of one request whose token is checked by its first (see above). `verified()` is
+ * what the check found, once it ran: the pipeline answers only when that is the hint.
+ *
+ * The first statement carries the check: a plain read beside the token, or a write that can take
+ * a gate (src/resource/writes.ts), conditional on it. Anything else first (a transaction, a write
+ * that cannot), and every write after it, waits for the check's answer; so do all later statements
+ * of a request that may write (mayWrite), whose next steps may act on what a statement answered.
+ * The reads after a read-only request's first run beside it: that request answers nothing before
+ * the check passed (answer).
  */
-export class CheckedReads implements Sql {
+export class CheckedSql implements Sql {
   private check: Promise<LiveToken | null> | null = null;
+  private writes = false;
 
   constructor(
     private readonly sql: PoolSql,
@@ -120,12 +130,18 @@ export class CheckedReads implements Sql {
     private readonly hints: TokenHints,
   ) {}
 
+  /** The request may write (a REST write, a GraphQL mutation): past the first statement, nothing runs before the check passed. */
+  mayWrite(): this {
+    this.writes = true;
+    return this;
+  }
+
   /**
-   * Runs a request's `work` on these reads, then answers as the check found (it waits for it, and
-   * checks by itself when no statement carried it): true when the token was as hinted (the work's
-   * outcome stands, its failure thrown again), a 401 when it is not live, false when it changed
-   * (the caller runs the request again, with the token looked up afresh); in both of these,
-   * `undo` first takes back what the work set of the answer.
+   * Runs a request's `work` on these statements, then answers as the check found (it waits for it,
+   * and checks by itself when no statement carried it): true when the token was as hinted (the
+   * work's outcome stands, its failure thrown again), a 401 when it is not live, false when it
+   * changed (the caller runs the request again, with the token looked up afresh); in both of
+   * these, `undo` first takes back what the work set of the answer.
    */
   async answer(work: () => Promise<void>, undo: () => void): Promise<boolean> {
     let failure: { err: unknown } | null = null;
@@ -146,7 +162,7 @@ export class CheckedReads implements Sql {
     return false;
   }
 
-  /** Resolves once the check found the token as hinted: what must come before anything but a read (a write). */
+  /** Resolves once the check found the token as hinted: what must come before anything the first statement could not carry it in. */
   async confirm(): Promise<void> {
     this.expectHinted(await this.verified());
   }
@@ -158,12 +174,27 @@ export class CheckedReads implements Sql {
   }
 
   rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-    if (this.check !== null) return this.sql.rows<R>(text, params);
-    // Anything but a plain read (a `with`, which may write) waits for the check.
-    if (!CHECKABLE.test(text)) return this.confirm().then(() => this.sql.rows<R>(text, params));
-    const fused = this.sql.arrays(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
-    // A read that fails on its own (a value PostgreSQL refuses) takes its check with it: then the
-    // token is checked by itself, so that the answer is still the token's (a 401 when not live).
+    if (this.check === null && CHECKABLE.test(text)) return this.carry<R>(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
+    // A read beside the first (in a request that only reads) needs not wait; anything else does (a `with` may write).
+    if (this.check !== null && !this.writes && CHECKABLE.test(text)) return this.sql.rows<R>(text, params);
+    return this.confirm().then(() => this.sql.rows<R>(text, params));
+  }
+
+  /** A write: the first statement carries the check in its gate (nothing is written unless the token is as hinted). */
+  write<R>(statement: Statement): Promise<R[]> {
+    if (this.check === null && statement.gated) {
+      const { tokenId, userId, scope } = this.hint;
+      return this.carry<R>(statement.gated(liveTokenGate(this.hashes.length)), [...this.hashes, tokenId, userId, scope, ...statement.params]);
+    }
+    return this.confirm().then(() => this.sql.rows<R>(statement.text, statement.params));
+  }
+
+  /** Runs the statement that carries the check (its rows beside the token: withLiveToken), its own rows answered once the token is as hinted. */
+  private carry<R>(text: string, params: readonly unknown[]): Promise<R[]> {
+    const fused = this.sql.arrays(text, params);
+    // A statement that fails on its own (a value PostgreSQL refuses, a unique violation) takes its
+    // check with it: then the token is checked by itself, so that the answer is still the token's
+    // (a 401 when not live). Nothing of it was written: the statement failed as a whole.
     this.settle(
       fused.then(
         (result) => liveTokenOfRow(result.rows[0]),
@@ -176,7 +207,7 @@ export class CheckedReads implements Sql {
     });
   }
 
-  /** A transaction only after the check (plain reads may run before it; nothing else does). */
+  /** A transaction only after the check. */
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     await this.confirm();
     return this.sql.transaction(work);
