@@ -162,7 +162,11 @@ export class CheckedSql implements Sql {
     return false;
   }
 
-  /** Resolves once the check found the token as hinted: what must come before anything the first statement could not carry it in. */
+  /**
+   * Resolves once the check found the token as hinted: what must come before anything the first
+   * statement could not carry it in, and before any effect outside the database (whenConfirmed:
+   * src/db/sql.ts).
+   */
   async confirm(): Promise<void> {
     this.expectHinted(await this.verified());
   }

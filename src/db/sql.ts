@@ -52,6 +52,11 @@ export interface Sql {
   /** A write's rows; `rows` of its text unless this Sql makes it carry a check (src/auth/checked-sql.ts). */
   write?<R = Record<string, unknown>>(statement: Statement): Promise<R[]>;
   /**
+   * Resolves once the request's caller is confirmed, when this Sql runs ahead of its token check
+   * (src/auth/checked-sql.ts); what must come before any effect outside the database (whenConfirmed).
+   */
+  confirm?(): Promise<void>;
+  /**
    * Runs `work` in a transaction: on the pool a new one (committed when `work` resolves, rolled
    * back when it throws, run again from the start when PostgreSQL aborts it as a deadlock's
    * victim); inside a transaction, in that same transaction.
@@ -62,6 +67,9 @@ export interface Sql {
 /** Runs a write statement on `sql` (its `write`, when it has one). */
 export const runWrite = <R = Record<string, unknown>>(sql: Sql, statement: Statement): Promise<R[]> =>
   sql.write ? sql.write<R>(statement) : sql.rows<R>(statement.text, statement.params);
+
+/** Resolves once the caller of the request `sql` serves is confirmed (at once for an Sql that never runs ahead of it). */
+export const whenConfirmed = (sql: Sql): Promise<void> => (sql.confirm ? sql.confirm() : Promise.resolve());
 
 /** One open transaction: its statements run on its connection, in order. */
 export interface Transaction extends Sql {

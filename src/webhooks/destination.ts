@@ -54,8 +54,9 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
  * no credentials in it), then, unless private destinations are allowed, its host: an IP address
  * must be public; a name must not resolve to any address that is not. A name that does not resolve
  * (yet) is let through: it is checked again at each delivery, which then fails until it does.
+ * `beforeLookup` resolves before a name goes to DNS (the caller confirmed: a lookup is sent out).
  */
-export async function urlProblem(raw: string, allowPrivate: boolean): Promise<string | null> {
+export async function urlProblem(raw: string, allowPrivate: boolean, beforeLookup: () => Promise<void> = () => Promise.resolve()): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -66,6 +67,7 @@ export async function urlProblem(raw: string, allowPrivate: boolean): Promise<st
   if (url.username || url.password) return 'must not carry a user name or password (deliveries are signed with the webhook’s secret)';
   if (allowPrivate) return null;
   const host = hostOf(url);
+  await beforeLookup();
   try {
     await checkHost(host, CHECK_DNS_MS);
   } catch (err) {

@@ -1,5 +1,5 @@
 import { requirePermission, type Caller } from '../auth/caller.js';
-import type { Sql, Transaction } from '../db/sql.js';
+import { whenConfirmed, type Sql, type Transaction } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import { andAll, offsetPageSql, type CompiledList, type Page } from '../list/list.js';
 import { recordService, type ListOptions, type RecordDeps } from '../resource/service.js';
@@ -69,10 +69,13 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
   const { read, write } = webhooks.permissions;
   const permissions = { ...records.permissions, rotateSecret: write, replay: write, deliveries: read } as const;
 
-  /** The url's problem as a 400 naming `url`, before anything is written. */
-  async function checkUrl(values: Partial<WebhookValues>): Promise<void> {
+  /**
+   * The url's problem as a 400 naming `url`, before anything is written. Its host goes to DNS only
+   * once the caller is confirmed (a request may run ahead of its token's check: src/auth/checked-sql.ts).
+   */
+  async function checkUrl(sql: Sql, values: Partial<WebhookValues>): Promise<void> {
     if (typeof values.url !== 'string') return;
-    const problem = await urlProblem(values.url, options.allowPrivate);
+    const problem = await urlProblem(values.url, options.allowPrivate, () => whenConfirmed(sql));
     if (problem) throw AppError.invalid([{ field: 'url', message: problem }]);
   }
 
@@ -96,7 +99,7 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
     /** Creates a webhook with its secret (generated when not given); answers it with the secret, this once. */
     async create(caller: Caller, sql: Sql, values: Partial<WebhookValues>, id?: number): Promise<WebhookWithSecret> {
       requirePermission(caller, permissions.create);
-      await checkUrl(values);
+      await checkUrl(sql, values);
       const secret = typeof values.secret === 'string' ? values.secret : newSecret();
       return sql.transaction(async (tx) => {
         const record = await records.create(caller, tx, { ...values, secret }, id);
@@ -107,13 +110,13 @@ export function webhookService(keyring: Keyring, options: { allowPrivate: boolea
 
     async replace(caller: Caller, sql: Sql, id: number, values: Partial<WebhookValues>) {
       requirePermission(caller, permissions.replace);
-      await checkUrl(values);
+      await checkUrl(sql, values);
       return records.replace(caller, sql, id, changeOf(values));
     },
 
     async patch(caller: Caller, sql: Sql, id: number, values: Partial<WebhookValues>) {
       requirePermission(caller, permissions.patch);
-      await checkUrl(values);
+      await checkUrl(sql, values);
       return records.patch(caller, sql, id, changeOf(values));
     },
 

@@ -1,5 +1,6 @@
 import { CheckedSql, StaleTokenHint, TokenHints } from '../../src/auth/checked-sql.js';
 import { updateStatement } from '../../src/resource/writes.js';
+import { webhookService } from '../../src/webhooks/webhook.service.js';
 import { users } from '../../src/users/user.resource.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { uniq } from '../support/names.js';
@@ -304,6 +305,22 @@ describe('CheckedSql on its own: a hint the database no longer holds', () => {
     await expect(sql.verified()).resolves.toBeNull();
     const [user] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
     expect(user.first_name).toBe('Checked');
+  });
+
+  test('nothing leaves the database before the check: a webhook url goes to DNS only once the token is confirmed', async () => {
+    const webhooks = webhookService(svc.running.db.keyring, { allowPrivate: false, auditResources: ['user'] }, { cascadeOf: () => [] });
+    const caller = { tokenId: 0, userId: 0, scopes: new Set(['*']), client: '', requestId: 'test' };
+    const { token, checked } = await hinted('webhook:write');
+    svc.queries.length = 0;
+    // Confirmed (the token looked up by itself, first), then the host's check refuses it, nothing written.
+    await expect(webhooks.create(caller, checked().mayWrite(), { url: 'http://localhost/hook' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+      details: [{ field: 'url', message: expect.stringMatching(/loopback/) }],
+    });
+    expect(svc.queries).toEqual([expect.stringMatching(/^select t\.id, t\.user_id, t\.scope\s+from tokens/)]);
+    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    // Revoked: the 401, before the name was looked up.
+    await expect(webhooks.create(caller, checked().mayWrite(), { url: 'http://localhost/hook' })).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
   });
 
   test('a request that may write: a read after the first waits for the check; a read-only request reads beside it', async () => {
