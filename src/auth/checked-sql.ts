@@ -178,10 +178,12 @@ export class CheckedSql implements Sql {
   }
 
   rows<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-    if (this.check === null && CHECKABLE.test(text)) return this.carry<R>(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
-    // A read beside the first (in a request that only reads) needs not wait; anything else does (a `with` may write).
-    if (this.check !== null && !this.writes && CHECKABLE.test(text)) return this.sql.rows<R>(text, params);
-    return this.confirm().then(() => this.sql.rows<R>(text, params));
+    if (CHECKABLE.test(text)) {
+      if (this.check === null) return this.carry<R>(withLiveToken(this.hashes.length, text), [...this.hashes, ...params]);
+      // A read beside the first, in a request that only reads, needs not wait.
+      if (!this.writes) return this.sql.rows<R>(text, params);
+    }
+    return this.afterCheck<R>(text, params);
   }
 
   /** A write: the first statement carries the check in its gate (nothing is written unless the token is as hinted). */
@@ -190,7 +192,12 @@ export class CheckedSql implements Sql {
       const { tokenId, userId, scope } = this.hint;
       return this.carry<R>(statement.gated(liveTokenGate(this.hashes.length)), [...this.hashes, tokenId, userId, scope, ...statement.params]);
     }
-    return this.confirm().then(() => this.sql.rows<R>(statement.text, statement.params));
+    return this.afterCheck<R>(statement.text, statement.params);
+  }
+
+  /** A statement that must not run before the check passed (a `with` may write). */
+  private afterCheck<R>(text: string, params: readonly unknown[]): Promise<R[]> {
+    return this.confirm().then(() => this.sql.rows<R>(text, params));
   }
 
   /** Runs the statement that carries the check (its rows beside the token: withLiveToken), its own rows answered once the token is as hinted. */

@@ -312,7 +312,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       const reads = checked ?? (caller ? db.readerFor(caller) : db.sql);
       const sql = checked ?? db.sql;
       // The loaders too: an operation whose first statement is a loader's carries the check in it.
-      const loaders = new Loaders(services, caller, checked ?? db.sql);
+      const loaders = new Loaders(services, caller, sql);
       return { caller, requestId: ctx.state.requestId, services, sql, reads, loaders, http: ctx.state, ...(admitted ? { admitted } : {}) };
     };
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context });

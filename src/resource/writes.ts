@@ -33,6 +33,9 @@ const statementOf = (text: (gate: WriteGate | null) => string, params: unknown[]
   gated: text,
 });
 
+/** The row an insert makes of `values`: only when the gate's condition holds, when there is a gate. */
+const insertedRow = (values: string, gate: WriteGate | null) => (gate ? `select ${values} where ${gate.condition}` : `values (${values})`);
+
 /** ` and <the gate's condition>`, or nothing. */
 const andGate = (gate: WriteGate | null) => (gate ? ` and ${gate.condition}` : '');
 
@@ -165,11 +168,7 @@ export function insertStatement(
           `c as (delete from id_reservations where resource = '${resource.name}' and id = ?::bigint${andGate(gate)} returning id)`,
           `n as (insert into ${resource.table} (id, ${names}) select c.id, ${placeholders} from c returning *)`,
         ]
-      : [
-          gate
-            ? `n as (insert into ${resource.table} (${names}) select ${placeholders} where ${gate.condition} returning *)`
-            : `n as (insert into ${resource.table} (${names}) values (${placeholders}) returning *)`,
-        ];
+      : [`n as (insert into ${resource.table} (${names}) ${insertedRow(placeholders, gate)} returning *)`];
     ctes.push(`a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`);
     return withText(ctes, `select ${answer} from n t`, gate);
   };
@@ -364,9 +363,7 @@ export function applyStatement(resource: Resource, context: WriteContext): State
   const text = (gate: WriteGate | null) =>
     withText(
       [
-        gate
-          ? `r as (insert into id_reservations (resource, id) select ${next} where ${gate.condition} returning id)`
-          : `r as (insert into id_reservations (resource, id) values (${next}) returning id)`,
+        `r as (insert into id_reservations (resource, id) ${insertedRow(next, gate)} returning id)`,
         `a as (${AUDIT_INSERT} select ${auditRow('apply', resource.name)}, r.id, '{}'::jsonb from r)`,
       ],
       'select r.id from r',
