@@ -30,6 +30,30 @@ async function seen(scope: string): Promise<{ id: number; token: string }> {
 
 const tokenRow = (token: string) => svc.sql<{ id: number }>('select id from tokens where access_token_hmac = ?', [svc.hmac(token)]);
 
+/** The token changed in the database behind this instance, as another instance would change it. */
+const REVOKE = 'update tokens set deleted_at = now() where access_token_hmac = ?';
+const revoke = (token: string) => svc.sql(REVOKE, [svc.hmac(token)]);
+const setScope = (token: string, scope: string) => svc.sql('update tokens set scope = ? where access_token_hmac = ?', [scope, svc.hmac(token)]);
+
+/** Ways a token stops being live behind this instance (statements of the token's keyed hash). */
+const ENDED = [
+  ['revoked', REVOKE],
+  ['expired', `update tokens set expire_at = now() - interval '1 second' where access_token_hmac = ?`],
+] as const;
+
+/** The token as the database has it now: what a hint holds. */
+async function hintOf(token: string) {
+  const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [
+    svc.hmac(token),
+  ]);
+  return { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
+}
+
+const checkedSql = (token: string, hint: { tokenId: number; userId: number; scope: string }) =>
+  new CheckedSql(svc.running.db.sql, [svc.hmac(token)], hint, new TokenHints(svc.running.db));
+
+const firstNameOf = async (id: number) => (await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]))[0].first_name;
+
 test('a read by id: one statement, the token checked in it, the same answer', async () => {
   const { id, token } = await seen('user:read');
   const before = await svc.request('GET', `/user/${id}`, { token: svc.adminToken });
@@ -58,11 +82,8 @@ test('a record that is not there is still a 404, a list still has its rows and t
 });
 
 describe('a token seen before, changed in the database behind this instance (as another instance would)', () => {
-  test.each([
-    ['revoked', 'update tokens set deleted_at = now() where access_token_hmac = ?'],
-    ['expired', `update tokens set expire_at = now() - interval '1 second' where access_token_hmac = ?`],
-    ['its user deleted', 'update users set deleted_at = now() where id = (select user_id from tokens where access_token_hmac = ?)'],
-  ])('%s: the next read is a 401', async (_change, sql) => {
+  const userDeleted = ['its user deleted', 'update users set deleted_at = now() where id = (select user_id from tokens where access_token_hmac = ?)'] as const;
+  test.each([...ENDED, userDeleted])('%s: the next read is a 401', async (_change, sql) => {
     const { id, token } = await seen('user:read');
     await svc.sql(sql, [svc.hmac(token)]);
     const reply = await svc.request('GET', `/user/${id}`, { token });
@@ -73,7 +94,7 @@ describe('a token seen before, changed in the database behind this instance (as 
 
   test('its scope narrowed: a 403, not the record', async () => {
     const { id, token } = await seen('user:read');
-    await svc.sql(`update tokens set scope = 'token:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    await setScope(token, 'token:read');
     const reply = await svc.request('GET', `/user/${id}`, { token });
     expect(reply.status).toBe(403);
     expect(reply.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="user:read"');
@@ -83,7 +104,7 @@ describe('a token seen before, changed in the database behind this instance (as 
 
   test('its scope widened: the record, not a 403', async () => {
     const { id, token } = await seen('token:read');
-    await svc.sql(`update tokens set scope = 'user:read token:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    await setScope(token, 'user:read token:read');
     const reply = await svc.request('GET', `/user/${id}`, { token });
     expect(reply.status).toBe(200);
     expect(reply.body.id).toBe(id);
@@ -92,7 +113,7 @@ describe('a token seen before, changed in the database behind this instance (as 
   test('revoked while its 403 is being answered: a 401', async () => {
     const { id, token } = await seen('token:read');
     expect(await tokenRow(token)).toHaveLength(1);
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     expect((await svc.request('GET', `/user/${id}`, { token })).status).toBe(401);
   });
 });
@@ -119,7 +140,7 @@ describe('GraphQL: a query checks its token in its first read, anything else bef
     const reply = await svc.graphql(entities, variables, { token });
     expect(reply.body).toEqual({ data: { _entities: [{ id: String(id), firstName: 'Checked' }] } });
     expect(svc.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*from users t where t\.id = any/)]);
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const revoked = await svc.graphql(entities, variables, { token });
     expect(revoked.status).toBe(401);
     expect(revoked.text).not.toContain('Checked');
@@ -127,7 +148,7 @@ describe('GraphQL: a query checks its token in its first read, anything else bef
 
   test('revoked: a 401, no data', async () => {
     const { id, token } = await seen('user:read');
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const reply = await svc.graphql(userQuery(id), undefined, { token });
     expect(reply.status).toBe(401);
     expect(reply.body.data).toBeUndefined();
@@ -136,7 +157,7 @@ describe('GraphQL: a query checks its token in its first read, anything else bef
 
   test('its scope narrowed: FORBIDDEN, as the database has it, and no internal error logged', async () => {
     const { id, token } = await seen('user:read');
-    await svc.sql(`update tokens set scope = 'token:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    await setScope(token, 'token:read');
     const lines = svc.logLines.length;
     const reply = await svc.graphql(userQuery(id), undefined, { token });
     expect(reply.status).toBe(200);
@@ -147,22 +168,18 @@ describe('GraphQL: a query checks its token in its first read, anything else bef
 
   test('a mutation with a revoked token: a 401, and nothing written', async () => {
     const { id, token } = await seen('user:write user:read');
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const reply = await svc.graphql(`mutation { patchUser(id: ${id}, input: { firstName: "Written" }) { id } }`, undefined, { token });
     expect(reply.status).toBe(401);
-    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(row.first_name).toBe('Checked');
+    expect(await firstNameOf(id)).toBe('Checked');
   });
 });
 
 test('on checked reads, a statement that is not a plain read waits for the check: with a revoked token it never runs', async () => {
   const { id, token } = await seen('user:read');
-  const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [
-    svc.hmac(token),
-  ]);
-  const hint = { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope };
-  await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
-  const reads = new CheckedSql(svc.running.db.sql, [svc.hmac(token)], hint, new TokenHints(svc.running.db));
+  const hint = await hintOf(token);
+  await revoke(token);
+  const reads = checkedSql(token, hint);
   const write = reads.rows(`with w as (update users set last_name = 'Written' where id = ?::bigint returning id) select id from w`, [id]);
   await expect(write).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
   await expect(reads.verified()).resolves.toBeNull();
@@ -186,8 +203,7 @@ describe('a write checks its token in its own statement: it commits only if the 
     expect(reply.status).toBe(200);
     expect(reply.body).toBe(1); // the original service's "rows matched"
     expect(svc.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*update users/)]);
-    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(row.first_name).toBe('Patched');
+    expect(await firstNameOf(id)).toBe('Patched');
     const audit = await events(id);
     expect(audit.at(-1)).toEqual({ actor_token_id: String(tokenId.id), changes: { firstName: { before: 'Checked', after: 'Patched' } } });
   });
@@ -203,8 +219,7 @@ describe('a write checks its token in its own statement: it commits only if the 
       expect.stringMatching(/access_token_hmac[\s\S]*insert into users/),
       expect.stringMatching(/access_token_hmac[\s\S]*insert into id_reservations/),
     ]);
-    const [made] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [created.body]);
-    expect(made.first_name).toBe('Made');
+    expect(await firstNameOf(created.body)).toBe('Made');
     svc.queries.length = 0;
     const gone = await svc.request('DELETE', `/user/${created.body}`, { token });
     expect(gone.status).toBe(200);
@@ -221,34 +236,29 @@ describe('a write checks its token in its own statement: it commits only if the 
     expect(reply.body.error).toBe('NOT_FOUND');
   });
 
-  test.each([
-    ['revoked', 'update tokens set deleted_at = now() where access_token_hmac = ?'],
-    ['expired', `update tokens set expire_at = now() - interval '1 second' where access_token_hmac = ?`],
-  ])('%s: a 401, nothing written, no audit event', async (_change, sql) => {
+  test.each(ENDED)('%s: a 401, nothing written, no audit event', async (_change, sql) => {
     const { id, token } = await seen('user:write user:read');
     const before = await events(id);
     await svc.sql(sql, [svc.hmac(token)]);
     const reply = await patch(id, token, 'Written');
     expect(reply.status).toBe(401);
     expect(reply.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
-    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(row.first_name).toBe('Checked');
+    expect(await firstNameOf(id)).toBe('Checked');
     expect(await events(id)).toEqual(before);
   });
 
   test('its scope narrowed: a 403, nothing written', async () => {
     const { id, token } = await seen('user:write user:read');
-    await svc.sql(`update tokens set scope = 'user:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    await setScope(token, 'user:read');
     const reply = await patch(id, token, 'Written');
     expect(reply.status).toBe(403);
-    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(row.first_name).toBe('Checked');
+    expect(await firstNameOf(id)).toBe('Checked');
   });
 
   test('its scope changed but still allowing the write: written once, by the token as it is now', async () => {
     const { id, token } = await seen('user:write user:read');
     const before = (await events(id)).length;
-    await svc.sql(`update tokens set scope = 'user:write user:read token:read' where access_token_hmac = ?`, [svc.hmac(token)]);
+    await setScope(token, 'user:write user:read token:read');
     const reply = await patch(id, token, 'Again');
     expect(reply.status).toBe(200);
     expect(reply.body).toBe(1);
@@ -264,24 +274,20 @@ describe('a write checks its token in its own statement: it commits only if the 
     const reply = await svc.graphql(mutation('ByGraphQL'), undefined, { token });
     expect(reply.body).toEqual({ data: { patchUser: { id: String(id), firstName: 'ByGraphQL' } } });
     expect(svc.queries).toEqual([expect.stringMatching(/access_token_hmac[\s\S]*update users/)]);
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const refused = await svc.graphql(mutation('Refused'), undefined, { token });
     expect(refused.status).toBe(401);
     expect(refused.body.data).toBeUndefined();
-    const [row] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(row.first_name).toBe('ByGraphQL');
+    expect(await firstNameOf(id)).toBe('ByGraphQL');
   });
 });
 
 describe('CheckedSql on its own: a hint the database no longer holds', () => {
   async function hinted(scope: string) {
     const { id, token } = await seen(scope);
-    const [row] = await svc.sql<{ id: number; user_id: number; scope: string }>('select id, user_id, scope from tokens where access_token_hmac = ?', [
-      svc.hmac(token),
-    ]);
-    const checked = (hint = { tokenId: Number(row.id), userId: Number(row.user_id), scope: row.scope }) =>
-      new CheckedSql(svc.running.db.sql, [svc.hmac(token)], hint, new TokenHints(svc.running.db));
-    return { id, token, row, checked };
+    const asSeen = await hintOf(token);
+    const checked = (hint = asSeen) => checkedSql(token, hint);
+    return { id, token, asSeen, checked };
   }
   const patchOf = (id: number, name: string) =>
     updateStatement(users, id, { firstName: name }, 'patch', {
@@ -290,21 +296,19 @@ describe('CheckedSql on its own: a hint the database no longer holds', () => {
     });
 
   test('a write under a stale scope changes nothing and says the hint is stale', async () => {
-    const { id, row, checked } = await hinted('user:write user:read');
-    const sql = checked({ tokenId: Number(row.id), userId: Number(row.user_id), scope: 'user:write' });
+    const { id, asSeen, checked } = await hinted('user:write user:read');
+    const sql = checked({ ...asSeen, scope: 'user:write' });
     await expect(sql.write(patchOf(id, 'Stale'))).rejects.toBeInstanceOf(StaleTokenHint);
-    const [user] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(user.first_name).toBe('Checked');
+    expect(await firstNameOf(id)).toBe('Checked');
   });
 
   test('a write with a revoked token changes nothing: a 401', async () => {
     const { id, token, checked } = await hinted('user:write user:read');
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const sql = checked();
     await expect(sql.write(patchOf(id, 'Revoked'))).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     await expect(sql.verified()).resolves.toBeNull();
-    const [user] = await svc.sql<{ first_name: string }>('select first_name from users where id = ?', [id]);
-    expect(user.first_name).toBe('Checked');
+    expect(await firstNameOf(id)).toBe('Checked');
   });
 
   test('nothing leaves the database before the check: a webhook url goes to DNS only once the token is confirmed', async () => {
@@ -318,14 +322,14 @@ describe('CheckedSql on its own: a hint the database no longer holds', () => {
       details: [{ field: 'url', message: expect.stringMatching(/loopback/) }],
     });
     expect(svc.queries).toEqual([expect.stringMatching(/^select t\.id, t\.user_id, t\.scope\s+from tokens/)]);
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     // Revoked: the 401, before the name was looked up.
     await expect(webhooks.create(caller, checked().mayWrite(), { url: 'http://localhost/hook' })).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
   });
 
   test('a request that may write: a read after the first waits for the check; a read-only request reads beside it', async () => {
     const { token, checked } = await hinted('user:read');
-    await svc.sql('update tokens set deleted_at = now() where access_token_hmac = ?', [svc.hmac(token)]);
+    await revoke(token);
     const reading = checked();
     const firstRead = reading.rows('select 1 as one');
     await expect(reading.rows('select 2 as two')).resolves.toEqual([{ two: 2 }]);
