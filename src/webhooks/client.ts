@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import { pinnedLookup } from './destination.js';
 
 /**
@@ -11,6 +11,11 @@ import { pinnedLookup } from './destination.js';
  * - at most 64 KiB of the answer's body is read (and recorded); the rest is not;
  * - unless private destinations are allowed, every connection goes to an address the connector's
  *   own DNS lookup checked (src/webhooks/destination.ts).
+ *
+ * undici is loaded with the first delivery, not with the service: loaded alone it holds 5.5 MB of
+ * heap (its JavaScript, the WebAssembly HTTP parser it compiles); in the service it was 3–7 MB of
+ * RSS at start and ~6 MB at the benchmark's peak (docs/benchmarks.md), which an instance with
+ * nothing to deliver (`WEBHOOK_DELIVERY=false`, or no webhook registered) would carry for nothing.
  */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -40,12 +45,17 @@ function failureOf(err: unknown, timedOut: boolean): string {
 
 export function deliveryClient(options: { timeoutMs: number; allowPrivate: boolean }): DeliveryClient {
   const { timeoutMs } = options;
-  const agent = new Agent({
-    connect: { timeout: timeoutMs, ...(options.allowPrivate ? {} : { lookup: pinnedLookup(timeoutMs) }) },
-    keepAliveTimeout: 30_000,
-    // Deliveries to one endpoint go one at a time; a few connections per origin serve several endpoints there.
-    connections: 8,
-  });
+  let loading: Promise<Agent> | null = null;
+  const agentOf = () =>
+    (loading ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connect: { timeout: timeoutMs, ...(options.allowPrivate ? {} : { lookup: pinnedLookup(timeoutMs) }) },
+          keepAliveTimeout: 30_000,
+          // Deliveries to one endpoint go one at a time; a few connections per origin serve several endpoints there.
+          connections: 8,
+        }),
+    ));
   return {
     async post(url, headers, body) {
       const signal = AbortSignal.timeout(timeoutMs);
@@ -54,6 +64,7 @@ export function deliveryClient(options: { timeoutMs: number; allowPrivate: boole
       let status: number | null = null;
       const chunks: Buffer[] = [];
       try {
+        const agent = await agentOf();
         const answer = await agent.request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
@@ -77,6 +88,8 @@ export function deliveryClient(options: { timeoutMs: number; allowPrivate: boole
         return { status, body: status === null ? null : Buffer.concat(chunks).toString('utf8'), error: failureOf(err, signal.aborted) };
       }
     },
-    close: () => agent.close(),
+    close: async () => {
+      if (loading) await (await loading).close();
+    },
   };
 }
