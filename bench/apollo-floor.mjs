@@ -1,8 +1,9 @@
 // The floor of this service's stack for GraphQL: Koa 3, koa-bodyparser, Apollo Server 5 through
 // @as-integrations/koa (what the service is built on), a small schema in SDL on graphql-js, the
-// bearer token's keyed hash (the service's own Keyring) and its lookup, and statements of the
-// service's shape: `user(id)` reads one row; `patchUser` is floor.mjs's write (answering the two
-// fields asked for, where the service's answers every column); `users(page, pageSize)` is the
+// bearer token's keyed hash (the service's own Keyring) and its check, in the operation's first
+// statement once the token was seen (floor.mjs), and statements of the service's shape: `user(id)`
+// reads one row; `patchUser` is floor.mjs's write (the service's own statement, answering the two
+// fields the floor's schema has); `users(page, pageSize)` is the
 // service's page of users with their application and role links: its four statements (the page,
 // the live count, each relation's page per user, the last two at once), the links read in the
 // root field itself (no loader, no per-field resolver; FLOOR_NESTED=loader: a resolver per user and
@@ -25,20 +26,17 @@ import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
 import DataLoader from 'dataloader';
-import { patchFirstName, pool, tokenOf } from './floor.mjs';
+import { credentialOf, NotLive, patchFirstName, pool, read, readFor } from './floor.mjs';
 
-const USER = {
-  name: 'floor-user',
-  text: `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`,
-};
+const USER = read('floor-gql-user', `select id, first_name as "firstName", last_name as "lastName", status from users where id = $1 and deleted_at is null`);
 
 // The service's page statements (src/list/list.ts, src/list/pages.ts), as it sends them for the
-// benchmark's page query (a nested page: its first 20 links).
-const PAGE = {
-  name: 'floor-page',
-  text: `select t.id as "id", t.first_name as "firstName", t.last_name as "lastName", t.status as "status" from users t
+// benchmark's page query (a nested page: its first 20 links); the token's check rides in the first.
+const PAGE = read(
+  'floor-page',
+  `select t.id as "id", t.first_name as "firstName", t.last_name as "lastName", t.status as "status" from users t
           where t.id = any(array(select t.id from users t where t.deleted_at is null order by t.id asc limit $1 offset $2)) order by t.id asc`,
-};
+);
 const TOTAL = { name: 'floor-total', text: `select live as total from live_counts where table_name = 'users'` };
 const APPLICATIONS = {
   name: 'floor-applications',
@@ -68,9 +66,8 @@ async function linkPages(statement, ids, shape) {
 const applicationLink = (row) => ({ right: row.right, application: row });
 const role = (row) => row;
 
-async function usersPage(page, pageSize) {
-  const [users, counted] = await Promise.all([pool.query({ ...PAGE, values: [pageSize, (page - 1) * pageSize] }), pool.query(TOTAL)]);
-  const data = users.rows;
+async function usersPage(credential, page, pageSize) {
+  const [data, counted] = await Promise.all([readFor(credential, PAGE, [pageSize, (page - 1) * pageSize]), pool.query(TOTAL)]);
   if (!perUser) {
     const ids = data.map((user) => user.id);
     const [applications, roles] = await Promise.all([linkPages(APPLICATIONS, ids, applicationLink), linkPages(ROLES, ids, role)]);
@@ -91,13 +88,27 @@ const typeDefs = `
   type Query { user(id: ID!): User users(page: Int!, pageSize: Int!): UserPage! }
   type Mutation { patchUser(id: ID!, input: UserPatch!): User }
 `;
+// The fields patchUser answers: the service answers those a selection asks for; the floor's
+// schema has these two to ask for.
+const PATCHED_FIELDS = ['id', 'firstName'];
+const unauthorized = () => new GraphQLError('unauthorized', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+/** A root field's resolver whose statements found the token not live answers the 401's error. */
+const checked =
+  (resolve) =>
+  async (...args) => {
+    try {
+      return await resolve(...args);
+    } catch (err) {
+      throw err instanceof NotLive ? unauthorized() : err;
+    }
+  };
 const resolvers = {
   Query: {
-    user: async (_root, { id }) => (await pool.query({ ...USER, values: [Number(id)] })).rows[0] ?? null,
-    users: (_root, { page, pageSize }) => usersPage(page, pageSize),
+    user: checked(async (_root, { id }, { credential }) => (await readFor(credential, USER, [Number(id)]))[0] ?? null),
+    users: checked((_root, { page, pageSize }, { credential }) => usersPage(credential, page, pageSize)),
   },
   Mutation: {
-    patchUser: (_root, { id, input }, { token }) => patchFirstName(Number(id), input.firstName, token),
+    patchUser: checked((_root, { id, input }, { credential }) => patchFirstName(Number(id), input.firstName, credential, PATCHED_FIELDS)),
   },
 };
 
@@ -112,7 +123,9 @@ const jit = {
       let query = byName.get(operationName);
       if (!query) byName.set(operationName, (query = compileQuery(schema, document, operationName ?? undefined)));
       const result = isCompiledQuery(query) ? await query.query(undefined, contextValue, request.variables ?? {}) : query;
-      return { http: { status: result.data === undefined ? 400 : undefined, headers: new HeaderMap() }, body: { kind: 'single', singleResult: result } };
+      // An error's own status (a token the statement found not live: 401), else 400 when nothing was executed.
+      const status = result.errors?.find((error) => error.extensions?.http?.status)?.extensions.http.status ?? (result.data === undefined ? 400 : undefined);
+      return { http: { status, headers: new HeaderMap() }, body: { kind: 'single', singleResult: result } };
     },
   }),
 };
@@ -130,9 +143,9 @@ app.use(bodyParser());
 app.use(
   koaMiddleware(server, {
     context: async ({ ctx }) => {
-      const token = await tokenOf(ctx.get('Authorization'));
-      if (!token) throw new GraphQLError('unauthorized', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
-      return { token };
+      const credential = await credentialOf(ctx.get('Authorization'));
+      if (!credential) throw unauthorized();
+      return { credential };
     },
   }),
 );

@@ -1,6 +1,7 @@
 // The floor of this service's stack for the REST paths: Koa 3 and @koa/router (what the service is
 // built on), a pg pool with named statements, the bearer token's keyed hash (the service's own
-// Keyring) and its lookup; `GET /user/{id}` reads the user's row by id, JSON out; `PATCH /user/{id}`
+// Keyring) and its check, in the request's statement once the token was seen (floor.mjs);
+// `GET /user/{id}` reads the user's row by id, JSON out; `PATCH /user/{id}`
 // ({"firstName"}, through koa-bodyparser) is floor.mjs's audited write, answering `1` as the
 // service's wire dialect does. Nothing else: no request id, log line, metrics, CORS, Host check,
 // validation beyond the one field, error mapping, presenter, read cache, change events. It measures how close to raw
@@ -14,24 +15,33 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { patchFirstName, pool, tokenOf } from './floor.mjs';
+import { credentialOf, NotLive, patchFirstName, read, readFor } from './floor.mjs';
 
-const USER = {
-  name: 'floor-user',
-  text: `select id, ref, out_key as "outKey", first_name as "firstName", last_name as "lastName", avatar_url as "avatarUrl",
+const USER = read(
+  'floor-user',
+  `select id, ref, out_key as "outKey", first_name as "firstName", last_name as "lastName", avatar_url as "avatarUrl",
                 photo_url as "photoUrl", status, created_at as "createdAt", updated_at as "updatedAt"
            from users where id = $1 and deleted_at is null`,
+);
+
+const unauthorized = (ctx) => {
+  ctx.status = 401;
+  ctx.body = { error: 'unauthorized' };
 };
 
 const router = new Router();
 router.use(async (ctx, next) => {
-  ctx.state.token = await tokenOf(ctx.get('Authorization'));
-  if (ctx.state.token) return next();
-  ctx.status = 401;
-  ctx.body = { error: 'unauthorized' };
+  ctx.state.credential = await credentialOf(ctx.get('Authorization'));
+  if (!ctx.state.credential) return unauthorized(ctx);
+  try {
+    await next();
+  } catch (err) {
+    if (!(err instanceof NotLive)) throw err;
+    unauthorized(ctx);
+  }
 });
 router.get('/user/:id', async (ctx) => {
-  const { rows } = await pool.query({ ...USER, values: [Number(ctx.params.id)] });
+  const rows = await readFor(ctx.state.credential, USER, [Number(ctx.params.id)]);
   if (!rows[0]) {
     ctx.status = 404;
     ctx.body = { error: 'not found' };
@@ -46,7 +56,7 @@ router.patch('/user/:id', bodyParser(), async (ctx) => {
     ctx.body = { error: 'firstName' };
     return;
   }
-  const row = await patchFirstName(Number(ctx.params.id), firstName, ctx.state.token);
+  const row = await patchFirstName(Number(ctx.params.id), firstName, ctx.state.credential);
   ctx.status = row ? 200 : 404;
   ctx.body = row ? 1 : { error: 'not found' };
 });
