@@ -220,6 +220,22 @@ export class Gate {
   }
 
   /**
+   * Whether the request runs a mutation or a subscription, as far as the gate knows already
+   * without preparing anything: true only for a text it has prepared before (by itself, not a
+   * trusted document's or a persisted query's id) whose named operation is not a query. The read
+   * cache never answers one, so the endpoint does not have its token lookup read the snapshot for
+   * it, and the write can carry the token's check (src/graphql/server.ts). False when not known.
+   */
+  knownNotQuery(request: OperationRequest | null): boolean {
+    const text = request?.query;
+    if (typeof text !== 'string' || this.trusted) return false;
+    const prepared = this.documents.peek(text);
+    if (!prepared?.document || prepared.refusal) return false;
+    const kind = prepared.operation(typeof request!.operationName === 'string' ? request!.operationName : null).operation?.operation;
+    return kind !== undefined && kind !== 'query';
+  }
+
+  /**
    * Whether and what a request runs. `caller` is null for a request without a token (the HTTP
    * endpoint lets one through only for introspection).
    */

@@ -381,8 +381,10 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLEndpoint>
       if (!GRAPHQL_METHODS.includes(ctx.method)) throw methodNotAllowed(ctx.method, GRAPHQL_METHODS);
       const stream = deps.sse?.wants(ctx) ? deps.sse : null;
       const request = await presented(ctx, db);
-      // Asked once per request: while the read cache stands aside, it samples the requests that read the snapshot.
-      const wantsSnapshot = deps.readCache !== null && deps.readCache.wantsSnapshot();
+      // Asked once per request: while the read cache stands aside, it samples the requests that
+      // read the snapshot. Not for an operation it never answers (a mutation the gate has seen),
+      // whose write then carries the token's check, as REST's writes do.
+      const wantsSnapshot = deps.readCache !== null && !deps.gate.knownNotQuery(operationRequestOf(ctx)) && deps.readCache.wantsSnapshot();
       // As on REST (src/http/routes.ts): a request whose token was seen before checks it in its
       // first statement, unless it needs what the lookup alone reads (the read cache's snapshot, a
       // replica's read floor) or streams its answer as it goes (SSE). Nothing is answered before
