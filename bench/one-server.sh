@@ -1,5 +1,5 @@
 # Sourced by bench/instructions.sh, bench/allocations.sh and bench/warmup.sh: one of the servers bench:compare
-# measures (the service, the Koa floor, raw), on the databases a bench:compare run leaves, and the
+# measures (the service, the Koa and Apollo floors, raw), on the databases a bench:compare run leaves, and the
 # wrk load of one of load.lua's modes against it. Sets, for `server_of <name> <port>`: server_env
 # and server_args (what to run, under whatever wrapper the caller puts before node), server_ready
 # (the path that answers once it is up) and server_port; `start_server` runs it. `$out` is the
@@ -19,8 +19,9 @@ server_of() { # name port
   case $1 in
     service) server_env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$2 HOST=127.0.0.1 NODE_ENV=production READ_CACHE_MB=${READ_CACHE_MB:-0}); server_args=(dist/src/main.js); server_ready=/readyz ;;
     koa) server_env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$2); server_args=(bench/koa-floor.mjs); server_ready=/ ;;
+    apollo) server_env=(DATABASE_URL=${DATABASE_URL:-$base/uts_bench_service} PORT=$2); server_args=(bench/apollo-floor.mjs); server_ready=/graphql ;;
     raw) server_env=(BENCHKIT=$root/bench/compare DATABASE_URL=${DATABASE_URL:-$base/uts_bench_anchor} PORT=$2); server_args=(bench/compare/raw-server.mjs); server_ready=/ ;;
-    *) echo "unknown server $1 (service, koa or raw)"; exit 2 ;;
+    *) echo "unknown server $1 (service, koa, apollo or raw)"; exit 2 ;;
   esac
 }
 
