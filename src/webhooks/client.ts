@@ -45,9 +45,13 @@ function failureOf(err: unknown, timedOut: boolean): string {
 
 export function deliveryClient(options: { timeoutMs: number; allowPrivate: boolean }): DeliveryClient {
   const { timeoutMs } = options;
+  // One Agent, made by the first delivery (concurrent first deliveries share it). A load that
+  // failed (undici missing from an install) is the attempt's error, and tried again by the next.
   let loading: Promise<Agent> | null = null;
-  const agentOf = () =>
-    (loading ??= import('undici').then(
+  let closed = false;
+  const agentOf = (): Promise<Agent> => {
+    if (closed) return Promise.reject(Object.assign(new Error('the delivery client is closed'), { code: 'CLIENT_CLOSED' }));
+    loading ??= import('undici').then(
       ({ Agent }) =>
         new Agent({
           connect: { timeout: timeoutMs, ...(options.allowPrivate ? {} : { lookup: pinnedLookup(timeoutMs) }) },
@@ -55,7 +59,13 @@ export function deliveryClient(options: { timeoutMs: number; allowPrivate: boole
           // Deliveries to one endpoint go one at a time; a few connections per origin serve several endpoints there.
           connections: 8,
         }),
-    ));
+      (err: unknown) => {
+        loading = null;
+        throw err;
+      },
+    );
+    return loading;
+  };
   return {
     async post(url, headers, body) {
       const signal = AbortSignal.timeout(timeoutMs);
@@ -89,7 +99,10 @@ export function deliveryClient(options: { timeoutMs: number; allowPrivate: boole
       }
     },
     close: async () => {
-      if (loading) await (await loading).close();
+      closed = true;
+      // A load that failed left nothing to close.
+      const agent = await loading?.catch(() => null);
+      await agent?.close();
     },
   };
 }
