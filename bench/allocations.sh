@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Bytes a request allocates, by package and function (bench/allocation-sampler.mjs): the service
-# (or the Koa floor, or raw) under wrk load, sampled over WINDOW seconds after WARMUP.
+# (or the Koa or Apollo floor, or raw) under wrk load, sampled over WINDOW seconds after WARMUP.
 #
 #   npm run build && export TOKEN_KEY=…   # the key the databases of a bench:compare run were seeded with
 #   bench/allocations.sh service us-user  # or: koa us-user | raw raw-user | service us-patch | …
 #
 # env: WARMUP (5) WINDOW (5) TOP (25) CONNS (32) PORT (5791) READ_CACHE_MB (0, for the service) DATABASE_URL
 set -euo pipefail
-server=${1:?service | koa | raw}
+server=${1:?service | koa | apollo | raw}
 mode=${2:?a load.lua mode}
 source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-5}; WINDOW=${WINDOW:-5}; TOP=${TOP:-25}; CONNS=${CONNS:-32}; PORT=${PORT:-5791}

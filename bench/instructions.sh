@@ -18,7 +18,7 @@
 # env: WARMUP (300) WINDOW (40) ROUNDS (5) CONNS (4) PORT (5790) READ_CACHE_MB (0, for the service)
 #      DATABASE_URL (uts_bench_service, or uts_bench_anchor for raw, as bench:compare leaves them)
 set -euo pipefail
-server=${1:?service | koa | raw}
+server=${1:?service | koa | apollo | raw}
 mode=${2:?a load.lua mode: us-user, us-patch, us-mixed-id, raw-user, …}
 source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-300}; WINDOW=${WINDOW:-40}; ROUNDS=${ROUNDS:-5}; CONNS=${CONNS:-4}; PORT=${PORT:-5790}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How a fresh process of the service (or the Koa floor, or raw) comes up to speed: its throughput,
+# How a fresh process of the service (or the Koa or Apollo floor, or raw) comes up to speed: its throughput,
 # p99 and CPU a request in consecutive windows of one load, the first right after a short warm-up
 # (2 s at 4 connections with every answer checked, as the kit's pre-flight of one mode, then WARMUP
 # seconds at full concurrency; the kit pre-flights every mode a process serves, so its first case
@@ -16,7 +16,7 @@
 #
 # env: WARMUP (2) WINDOW (8) WINDOWS (3) CONNS (32) PORT (5792) READ_CACHE_MB (0, for the service) DATABASE_URL
 set -euo pipefail
-server=${1:?service | koa | raw}
+server=${1:?service | koa | apollo | raw}
 mode=${2:?a load.lua mode}
 source "$(dirname "$0")/one-server.sh"
 WARMUP=${WARMUP:-2}; WINDOW=${WINDOW:-8}; WINDOWS=${WINDOWS:-3}; CONNS=${CONNS:-32}; PORT=${PORT:-5792}
