@@ -5,10 +5,17 @@
 // both around a wrk run, then `summarize` below prints the figures). No part of the service.
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 const OUT = process.env.ALLOCATION_PROFILE ?? `allocations-${process.pid}.heapprofile`;
 /** One sample per this many bytes on average: small enough for a request's ~40 KB to be seen in detail. */
 const SAMPLING_INTERVAL = 256;
+
+const survivors = process.env.ALLOCATION_SURVIVORS === '1';
+// With survivors only, the young generation is collected before the profile is taken: what is
+// dead in it but not yet collected would count as surviving otherwise (up to its 16 MiB).
+const minorGc = survivors ? (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc')) : null;
 
 const runAsScript = process.argv[1] === new URL(import.meta.url).pathname;
 
@@ -22,10 +29,13 @@ if (!runAsScript) {
       session.post('HeapProfiler.startSampling', {
         samplingInterval: SAMPLING_INTERVAL,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        // ALLOCATION_SURVIVORS=1: only what outlived the young generation (promoted, then freed by a
+        // full collection or still alive): what makes the old generation grow and full collections come.
+        includeObjectsCollectedByMinorGC: !survivors,
       });
       return;
     }
+    minorGc?.({ type: 'minor' });
     session.post('HeapProfiler.stopSampling', (err, result) => {
       if (err) process.stderr.write(`allocation sampler: ${err.message}\n`);
       else {

@@ -5,7 +5,11 @@
 #   npm run build && export TOKEN_KEY=…   # the key the databases of a bench:compare run were seeded with
 #   bench/allocations.sh service us-user  # or: koa us-user | raw raw-user | service us-patch | …
 #
+# ALLOCATION_SURVIVORS=1 counts only what outlives the young generation (promoted, or made in the
+# old one): what makes the old generation grow and full collections come.
+#
 # env: WARMUP (5) WINDOW (5) TOP (25) CONNS (32) PORT (5791) READ_CACHE_MB (0, for the service) DATABASE_URL
+#      ALLOCATION_SURVIVORS (0)
 set -euo pipefail
 server=${1:?service | koa | apollo | raw}
 mode=${2:?a load.lua mode}
