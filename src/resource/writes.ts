@@ -28,12 +28,13 @@ function withText(ctes: readonly string[], select: string, gate: WriteGate | nul
  * A statement of `text` (with no gate: `text`), its plain text made only when it is asked for (a
  * checked write sends the gated one alone).
  *
- * A class, its getter on the prototype, not an object literal with `get text()`: V8 makes such a
- * literal in the old generation on every call, so everything it points to (the parameters, the
- * closure and what it holds) outlived the young generation's collections until the next full one.
- * That was ~1 KB of every write moved into the old generation (a sampling heap profile of what
- * outlives the young generation, bench/allocations.sh with ALLOCATION_SURVIVORS=1), a full
- * collection every ~3 s under writes alone, where the Koa floor had none.
+ * A class, its getter on the prototype, not an object literal with `get text()`: V8 builds such a
+ * literal through its runtime, and part of it lands in the old generation on every call (alone in
+ * a loop, 150 of its 521 bytes outlived the young generation; none of a class's instance). What it
+ * points to (the parameters, the closure and all it holds) then outlived every young collection
+ * until the next full one: ~1 KB of every write moved into the old generation (bench/allocations.sh
+ * with ALLOCATION_SURVIVORS=1), a full collection every ~3 s under writes alone, where the Koa floor
+ * had none (docs/benchmarks.md).
  */
 class GateableStatement implements Statement {
   constructor(
