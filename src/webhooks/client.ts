@@ -33,10 +33,20 @@ export interface DeliveryClient {
   close(): Promise<void>;
 }
 
-/** What a failure without an answer is called in the history: the error's code (ECONNREFUSED, ENOTFOUND, …), never its message's details. */
-function failureOf(err: unknown, timedOut: boolean): string {
-  if (timedOut) return 'timeout';
+/**
+ * undici's own timeouts (its documented error codes): the attempt's limit is also undici's connect,
+ * headers and body timeouts, and whichever of its timers or the attempt's signal fires first, the
+ * attempt outlasted its limit.
+ */
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * What a failure without an answer is called in the history: `timeout` when the attempt outlasted
+ * its limit, else the error's code (ECONNREFUSED, ENOTFOUND, …), never its message's details.
+ */
+export function failureOf(err: unknown, timedOut: boolean): string {
   const error = err as { code?: string; name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } };
+  if (timedOut || UNDICI_TIMEOUTS.has(error?.code ?? '') || UNDICI_TIMEOUTS.has(error?.cause?.code ?? '')) return 'timeout';
   // A refused destination (the connector's lookup) says which address and why.
   const refused = [error, error?.cause].find((e) => e?.name === 'RefusedDestination');
   if (refused) return `refused: ${refused.message}`;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { deliveryClient } from '../../src/webhooks/client.js';
+import { deliveryClient, failureOf } from '../../src/webhooks/client.js';
 
 /**
  * The deliveries' HTTP client (src/webhooks/client.ts) makes its undici Agent with the first
@@ -11,6 +11,7 @@ let url: URL;
 const bodies: string[] = [];
 beforeAll(async () => {
   server = createServer((req, res) => {
+    if (req.url === '/hang') return; // never answers: the attempt outlasts its limit
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
@@ -21,7 +22,13 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
 });
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+afterAll(
+  () =>
+    new Promise((resolve) => {
+      server.close(resolve);
+      server.closeAllConnections(); // the hanging requests' too
+    }),
+);
 
 const client = () => deliveryClient({ timeoutMs: 5_000, allowPrivate: true });
 
@@ -43,4 +50,18 @@ test('closed before any delivery: it closes, and a delivery after it is an attem
   const attempt = await deliveries.post(url, {}, '{"late":true}');
   expect(attempt).toEqual({ status: null, body: null, error: 'CLIENT_CLOSED' });
   expect(bodies).toHaveLength(sent);
+});
+
+test("an attempt that outlasts its limit is a timeout, whichever of undici's timers or the attempt's own fires first", async () => {
+  const deliveries = deliveryClient({ timeoutMs: 300, allowPrivate: true });
+  const attempt = await deliveries.post(new URL('/hang', url), {}, '{}');
+  expect(attempt).toEqual({ status: null, body: null, error: 'timeout' });
+  await deliveries.close();
+  // undici's own timeouts, by their documented codes, on the error or as its cause; other codes stay as they are.
+  for (const code of ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']) {
+    expect(failureOf(Object.assign(new Error('x'), { code }), false)).toBe('timeout');
+    expect(failureOf(Object.assign(new Error('fetch failed'), { cause: { code } }), false)).toBe('timeout');
+  }
+  expect(failureOf(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), false)).toBe('ECONNREFUSED');
+  expect(failureOf(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), true)).toBe('timeout');
 });
