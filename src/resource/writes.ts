@@ -25,8 +25,8 @@ function withText(ctes: readonly string[], select: string, gate: WriteGate | nul
 }
 
 /**
- * A statement of `text` (with no gate: `text`), its plain text made only when it is asked for (a
- * checked write sends the gated one alone).
+ * A statement whose text is made by `gated` (with no gate: `gated(null)`), its plain text made only
+ * when it is asked for (a checked write sends the gated one alone).
  *
  * A class, its getter on the prototype, not an object literal with `get text()`: V8 builds such a
  * literal through its runtime, and part of it lands in the old generation on every call (alone in
@@ -46,7 +46,6 @@ class GateableStatement implements Statement {
     return this.gated(null);
   }
 }
-const statementOf = (text: (gate: WriteGate | null) => string, params: unknown[]): Statement => new GateableStatement(text, params);
 
 /** The row an insert makes of `values`: only when the gate's condition holds, when there is a gate. */
 const insertedRow = (values: string, gate: WriteGate | null) => (gate ? `select ${values} where ${gate.condition}` : `values (${values})`);
@@ -187,7 +186,7 @@ export function insertStatement(
     ctes.push(`a as (${AUDIT_INSERT} select ${auditRow('create', resource.name)}, n.id, ${changesSql(named, null, 'n')} from n)`);
     return withText(ctes, `select ${answer} from n t`, gate);
   };
-  return statementOf(text, params);
+  return new GateableStatement(text, params);
 }
 
 /**
@@ -224,7 +223,7 @@ export function updateStatement(resource: Resource, id: number, values: Record<s
   const shape = `${optimistic ? 'o' : 'l'} ${action} ${written.map((c) => `${c.column}:${c.type}`).join(',')} ${named.map(([name]) => name).join(',')} ${answer === resource.columns ? '*' : answer}`;
   const text = (gate: WriteGate | null) =>
     shapedText(resource, gate ? `${gate.key} ${shape}` : shape, () => updateText(resource, written, compared, named, action, answer, optimistic, gate));
-  return statementOf(text, params);
+  return new GateableStatement(text, params);
 }
 
 function updateText(
@@ -351,7 +350,7 @@ export function deleteStatement(resource: Resource, id: number, action: AuditAct
     ctes.push(`a as (${AUDIT_INSERT} ${events.join(' union all ')})`);
     return withText(ctes, 'select n.id from n', gate);
   };
-  return statementOf(text, params);
+  return new GateableStatement(text, params);
 }
 
 /**
@@ -384,7 +383,7 @@ export function applyStatement(resource: Resource, context: WriteContext): State
       'select r.id from r',
       gate,
     );
-  return statementOf(text, actor(context.caller));
+  return new GateableStatement(text, actor(context.caller));
 }
 
 /** One audit event per given record, outside a resource's own statements (links, bulk revokes). */

@@ -46,9 +46,11 @@ const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIM
  */
 export function failureOf(err: unknown, timedOut: boolean): string {
   const error = err as { code?: string; name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } };
-  if (timedOut || UNDICI_TIMEOUTS.has(error?.code ?? '') || UNDICI_TIMEOUTS.has(error?.cause?.code ?? '')) return 'timeout';
+  // undici reports some failures as themselves, others as the cause of a wrapping error.
+  const failures = [error, error?.cause];
+  if (timedOut || failures.some((e) => UNDICI_TIMEOUTS.has(e?.code ?? ''))) return 'timeout';
   // A refused destination (the connector's lookup) says which address and why.
-  const refused = [error, error?.cause].find((e) => e?.name === 'RefusedDestination');
+  const refused = failures.find((e) => e?.name === 'RefusedDestination');
   if (refused) return `refused: ${refused.message}`;
   return error?.code ?? error?.cause?.code ?? error?.name ?? 'connection failed';
 }
